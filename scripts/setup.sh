@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the Debian/Ubuntu packages hearth's build and tests need. Idempotent: installs only
+# what is missing, and runs `apt-get update` only when something is.
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++ pkg-config           # build
+  libfmt-dev nlohmann-json3-dev libcli11-dev # libraries
+  googletest libgtest-dev libgmock-dev       # unit tests
+  clang libclang-rt-14-dev                   # libFuzzer target
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "setup: installing ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,46 @@
+// `hearth inspect MODEL`: metadata, tensor table and (for supported architectures) the
+// hyperparameters hearth reads from it.
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "gguf/reader.h"
+#include "model/hparams.h"
+#include "util/error.h"
+
+namespace hearth::cli {
+
+void add_inspect(CLI::App& app, Context& ctx) {
+  auto path = std::make_shared<std::string>();
+  auto max_items = std::make_shared<size_t>(8);
+  CLI::App* cmd = app.add_subcommand("inspect", "Print a GGUF file's metadata and tensor table");
+  cmd->add_option("model", *path, "GGUF file")->required();
+  cmd->add_option("--max-items", *max_items, "Array items shown per metadata value");
+  cmd->callback([&ctx, path, max_items] {
+    gguf::File f = gguf::File::open(*path);
+    fmt::print("file: {}\nversion: {}\nalignment: {}\ndata offset: {}\nsize: {} bytes\n", f.name(),
+               f.version(), f.alignment(), f.data_offset(), f.file_size());
+    fmt::print("\nmetadata ({} keys):\n", f.metadata().size());
+    for (const auto& kv : f.metadata())
+      fmt::print("  {:<48} {:<8} {}\n", kv.key, gguf::value_type_name(kv.value.type),
+                 kv.value.to_display(*max_items));
+    uint64_t total = 0;
+    fmt::print("\ntensors ({}):\n  {:<36} {:<6} {:<24} {:>12} {:>12}\n", f.tensors().size(), "name",
+               "type", "shape", "offset", "bytes");
+    for (const auto& t : f.tensors()) {
+      fmt::print("  {:<36} {:<6} {:<24} {:>12} {:>12}\n", t.name, type_name(t.type),
+                 t.shape_string(), t.offset, t.nbytes);
+      total += t.nbytes;
+    }
+    fmt::print("  total tensor bytes: {}\n", total);
+    if (!f.tensors().empty()) {
+      try {
+        fmt::print("\nhyperparameters: {}\n", HParams::from_gguf(f).summary());
+      } catch (const Error& e) {
+        fmt::print("\nhyperparameters: not loadable by hearth: {}\n", e.what());
+      }
+    }
+    ctx.exit_code = 0;
+  });
+}
+
+}  // namespace hearth::cli

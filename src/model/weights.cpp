@@ -1,0 +1,113 @@
+#include "model/weights.h"
+
+#include <algorithm>
+#include <map>
+
+#include "model/tensor_names.h"
+#include "quant/dequantize.h"
+#include "util/error.h"
+
+namespace hearth {
+
+std::unique_ptr<Model> Model::load(const std::string& path) {
+  return from_file(gguf::File::open(path));
+}
+
+std::unique_ptr<Model> Model::from_file(gguf::File file) {
+  std::unique_ptr<Model> m(new Model(std::move(file)));
+  m->hp_ = HParams::from_gguf(m->file_);
+  m->bind();
+  return m;
+}
+
+uint64_t Model::weight_bytes() const {
+  uint64_t n = 0;
+  for (const auto& t : file_.tensors()) n += t.nbytes;
+  return n;
+}
+
+namespace {
+
+const gguf::TensorInfo* lookup(const gguf::File& f, const TensorSpec& spec, const HParams& hp) {
+  const gguf::TensorInfo* t = f.find_tensor(spec.name);
+  if (t == nullptr) {
+    if (spec.optional) return nullptr;
+    fail("{}: missing tensor '{}' required by architecture '{}'", f.name(), spec.name,
+         hp.arch_name);
+  }
+  bool ok = t->n_dims >= 1 && static_cast<size_t>(t->n_dims) <= std::max<size_t>(spec.ne.size(), 1);
+  for (size_t i = 0; ok && i < 4; ++i) ok = t->ne[i] == (i < spec.ne.size() ? spec.ne[i] : 1);
+  if (!ok) {
+    std::string want = "[";
+    for (size_t i = 0; i < spec.ne.size(); ++i) want += (i ? ", " : "") + std::to_string(spec.ne[i]);
+    fail("{}: tensor '{}' has shape {}, expected {}]", f.name(), spec.name, t->shape_string(), want);
+  }
+  if (!can_dequantize(t->type))
+    fail("{}: tensor '{}' has type {}, which this build cannot compute with", f.name(), spec.name,
+         type_name(t->type));
+  if (t->data == nullptr) fail("{}: tensor '{}' has no data", f.name(), spec.name);
+  return t;
+}
+
+MatrixView matrix(const gguf::TensorInfo& t) {
+  MatrixView m;
+  m.name = t.name;
+  m.type = t.type;
+  m.data = t.data;
+  m.n_cols = t.ne[0];
+  m.n_rows = t.ne[1];
+  m.row_stride = row_bytes(t.type, t.ne[0]);
+  return m;
+}
+
+std::vector<float> vec(const gguf::TensorInfo& t) {
+  std::vector<float> v(static_cast<size_t>(t.n_elements()));
+  dequantize_row(t.type, t.data, v.data(), t.n_elements());
+  return v;
+}
+
+}  // namespace
+
+void Model::bind() {
+  std::map<std::string, const gguf::TensorInfo*> found;
+  for (const TensorSpec& spec : tensor_specs(hp_)) found[spec.name] = lookup(file_, spec, hp_);
+
+  w_.token_embd = matrix(*found.at("token_embd.weight"));
+  w_.output_norm = vec(*found.at("output_norm.weight"));
+  if (const auto* out = found.at("output.weight")) {
+    w_.output = matrix(*out);
+  } else {
+    w_.output = w_.token_embd;
+    w_.tied_output = true;
+  }
+  if (auto it = found.find("rope_freqs.weight"); it != found.end() && it->second)
+    w_.rope_freqs = vec(*it->second);
+
+  w_.layers.resize(static_cast<size_t>(hp_.n_layer));
+  for (int64_t l = 0; l < hp_.n_layer; ++l) {
+    LayerWeights& L = w_.layers[static_cast<size_t>(l)];
+    auto get = [&](const char* suffix) -> const gguf::TensorInfo& {
+      return *found.at(layer_tensor(l, suffix));
+    };
+    L.attn_norm = vec(get("attn_norm.weight"));
+    L.ffn_norm = vec(get("ffn_norm.weight"));
+    L.wq = matrix(get("attn_q.weight"));
+    L.wk = matrix(get("attn_k.weight"));
+    L.wv = matrix(get("attn_v.weight"));
+    L.wo = matrix(get("attn_output.weight"));
+    L.w_gate = matrix(get("ffn_gate.weight"));
+    L.w_up = matrix(get("ffn_up.weight"));
+    L.w_down = matrix(get("ffn_down.weight"));
+    if (hp_.has_qkv_bias()) {
+      L.bq = vec(get("attn_q.bias"));
+      L.bk = vec(get("attn_k.bias"));
+      L.bv = vec(get("attn_v.bias"));
+    }
+    if (hp_.has_qk_norm()) {
+      L.q_norm = vec(get("attn_q_norm.weight"));
+      L.k_norm = vec(get("attn_k_norm.weight"));
+    }
+  }
+}
+
+}  // namespace hearth

@@ -1,0 +1,241 @@
+// Loading: hyperparameters from metadata, clear errors for what hearth cannot run, and synth
+// output that loads back and computes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "common/shared_data.h"
+#include "gguf/writer.h"
+#include "model/reference_forward.h"
+#include "model/synth.h"
+#include "model/tensor_names.h"
+#include "model/weights.h"
+#include "util/error.h"
+
+namespace hearth {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TempDir {
+ public:
+  TempDir() {
+    path_ = fs::temp_directory_path() /
+            ("hearth-model-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++));
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  fs::path path_;
+  static inline int counter_ = 0;
+};
+
+std::string expect_load_error(const std::string& path) {
+  try {
+    Model::load(path);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected an Error loading " << path;
+  return "";
+}
+
+// A tiny llama written by hand, with one step of the usual metadata or tensors altered.
+gguf::Writer tiny_llama(const std::string& skip_tensor = "", const std::string& arch = "llama") {
+  gguf::Writer w;
+  w.set("general.architecture", gguf::Value::make_string(arch));
+  auto u32 = [](uint32_t v) { return gguf::Value::make_u32(v); };
+  w.set(arch + ".embedding_length", u32(32));
+  w.set(arch + ".block_count", u32(1));
+  w.set(arch + ".feed_forward_length", u32(64));
+  w.set(arch + ".attention.head_count", u32(4));
+  w.set(arch + ".attention.head_count_kv", u32(2));
+  w.set(arch + ".context_length", u32(64));
+  w.set(arch + ".vocab_size", u32(16));
+  HParams hp;
+  hp.arch = Arch::Llama;
+  hp.n_embd = 32;
+  hp.n_layer = 1;
+  hp.n_ff = 64;
+  hp.n_head = 4;
+  hp.n_head_kv = 2;
+  hp.head_dim = 8;
+  hp.n_rot = 8;
+  hp.n_vocab = 16;
+  for (const TensorSpec& t : tensor_specs(hp)) {
+    if (t.optional || t.name == skip_tensor) continue;
+    int64_t n = 1;
+    for (int64_t d : t.ne) n *= d;
+    std::vector<float> v(static_cast<size_t>(n), 0.01f);
+    std::vector<uint8_t> bytes(v.size() * 4);
+    std::memcpy(bytes.data(), v.data(), bytes.size());
+    w.add_tensor(t.name, TensorType::F32, t.ne, std::move(bytes));
+  }
+  return w;
+}
+
+TEST(ModelLoad, StoriesHyperparameters) {
+  HEARTH_SHARED_OR_SKIP(path, "models/stories260K.gguf");
+  auto m = Model::load(path);
+  const HParams& hp = m->hparams();
+  EXPECT_EQ(hp.arch, Arch::Llama);
+  EXPECT_EQ(hp.n_embd, 64);
+  EXPECT_EQ(hp.n_layer, 5);
+  EXPECT_EQ(hp.n_head, 8);
+  EXPECT_EQ(hp.n_head_kv, 4);
+  EXPECT_EQ(hp.head_dim, 8);
+  EXPECT_EQ(hp.n_ff, 172);
+  EXPECT_EQ(hp.n_vocab, 512);
+  EXPECT_EQ(hp.rope_layout, RopeLayout::Interleaved);
+  EXPECT_FLOAT_EQ(hp.rope_freq_base, 10000.0f);
+  EXPECT_NEAR(hp.rms_eps, 1e-5f, 1e-9f);
+  EXPECT_FALSE(m->weights().tied_output);
+}
+
+TEST(ModelLoad, SyntheticArchitectureFeatures) {
+  HEARTH_SHARED_OR_SKIP(qwen3, "models/synthetic/qwen3-F32.gguf");
+  HEARTH_SHARED_OR_SKIP(qwen2, "models/synthetic/qwen2-F32.gguf");
+  HEARTH_SHARED_OR_SKIP(untied, "models/synthetic/llama-untied-F32.gguf");
+  auto q3 = Model::load(qwen3);
+  EXPECT_EQ(q3->hparams().rope_layout, RopeLayout::Neox);
+  EXPECT_TRUE(q3->weights().tied_output);
+  EXPECT_EQ(q3->weights().layers[0].q_norm.size(), 64u);
+  auto q2 = Model::load(qwen2);
+  EXPECT_EQ(q2->weights().layers[1].bq.size(), 256u);
+  auto ll = Model::load(untied);
+  EXPECT_FALSE(ll->weights().tied_output);
+  EXPECT_EQ(ll->weights().rope_freqs.size(), 32u);
+  EXPECT_FLOAT_EQ(ll->hparams().rope_freq_base, 500000.0f);
+}
+
+TEST(ModelLoad, HandWrittenModelLoadsAndRuns) {
+  TempDir dir;
+  tiny_llama().write(dir.file("ok.gguf"));
+  auto m = Model::load(dir.file("ok.gguf"));
+  EXPECT_TRUE(m->weights().tied_output);
+  ReferenceForward f(*m, 8);
+  std::vector<int32_t> ids = {1, 2, 3};
+  auto logits = f.eval(ids);
+  ASSERT_EQ(logits.size(), 16u);
+  for (float x : logits) EXPECT_TRUE(std::isfinite(x));
+}
+
+TEST(ModelLoad, MissingTensorIsNamed) {
+  TempDir dir;
+  tiny_llama("blk.0.ffn_up.weight").write(dir.file("missing.gguf"));
+  const std::string msg = expect_load_error(dir.file("missing.gguf"));
+  EXPECT_NE(msg.find("missing.gguf"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("blk.0.ffn_up.weight"), std::string::npos) << msg;
+}
+
+TEST(ModelLoad, UnsupportedArchitectureIsNamed) {
+  TempDir dir;
+  tiny_llama("", "gpt2").write(dir.file("gpt2.gguf"));
+  const std::string msg = expect_load_error(dir.file("gpt2.gguf"));
+  EXPECT_NE(msg.find("unsupported architecture 'gpt2'"), std::string::npos) << msg;
+}
+
+TEST(ModelLoad, WrongShapeAndAbsurdMetadataAreErrors) {
+  TempDir dir;
+  gguf::Writer w = tiny_llama();
+  w.set("llama.attention.head_count_kv", gguf::Value::make_u32(3));  // 4 % 3 != 0
+  w.write(dir.file("gqa.gguf"));
+  EXPECT_NE(expect_load_error(dir.file("gqa.gguf")).find("head_count_kv"), std::string::npos);
+
+  gguf::Writer w2 = tiny_llama();
+  w2.set("llama.embedding_length", gguf::Value::make_u32(48));  // tensors are 32 wide
+  w2.write(dir.file("shape.gguf"));
+  EXPECT_NE(expect_load_error(dir.file("shape.gguf")).find("has shape"), std::string::npos);
+
+  gguf::Writer w3 = tiny_llama();
+  w3.set("llama.embedding_length", gguf::Value::make_string("wide"));
+  w3.write(dir.file("type.gguf"));
+  EXPECT_NE(expect_load_error(dir.file("type.gguf")).find("llama.embedding_length"), std::string::npos);
+
+  gguf::Writer w4 = tiny_llama();
+  w4.set("llama.rope.scaling.type", gguf::Value::make_string("longrope"));
+  w4.write(dir.file("rope.gguf"));
+  EXPECT_NE(expect_load_error(dir.file("rope.gguf")).find("longrope"), std::string::npos);
+}
+
+TEST(ModelLoad, RopeScalingMetadata) {
+  TempDir dir;
+  gguf::Writer w = tiny_llama();
+  w.set("llama.rope.scaling.type", gguf::Value::make_string("yarn"));
+  w.set("llama.rope.scaling.factor", gguf::Value::make_f32(4.0f));
+  w.set("llama.rope.scaling.original_context_length", gguf::Value::make_u32(16));
+  w.write(dir.file("yarn.gguf"));
+  auto m = Model::load(dir.file("yarn.gguf"));
+  EXPECT_EQ(m->hparams().rope_scaling, RopeScaling::Yarn);
+  EXPECT_FLOAT_EQ(m->hparams().rope_freq_scale, 0.25f);
+  EXPECT_EQ(m->hparams().rope_orig_ctx, 16);
+  EXPECT_FLOAT_EQ(m->hparams().yarn_ext_factor, 1.0f);
+}
+
+class SynthRoundTrip : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
+
+TEST_P(SynthRoundTrip, WritesLoadsAndComputes) {
+  HEARTH_SHARED_OR_SKIP(vocab, "models/stories260K.gguf");
+  const auto& [preset, type] = GetParam();
+  TempDir dir;
+  SynthSpec s = *synth_preset(preset);
+  s.vocab_path = vocab;
+  s.weight_type = *type_from_name(type);
+  if (s.weight_type != TensorType::F32 && traits(s.weight_type).block_elems == 256) {
+    s.hp.n_embd = 256;  // K-quant rows are 256-element super-blocks
+    s.hp.n_ff = 512;
+    s.hp.head_dim = s.hp.n_rot = 64;
+  }
+  const std::string a = dir.file("a.gguf"), b = dir.file("b.gguf");
+  const uint64_t size = write_synthetic_model(s, a);
+  EXPECT_EQ(size, fs::file_size(a));
+  write_synthetic_model(s, b);
+  EXPECT_EQ(test::read_file(a), test::read_file(b)) << "synth is not deterministic";
+
+  auto m = Model::load(a);
+  EXPECT_EQ(m->hparams().arch, s.hp.arch);
+  EXPECT_EQ(m->hparams().n_vocab, 512);
+  EXPECT_EQ(m->file().get_array("tokenizer.ggml.tokens")->array_size(), 512u);
+  EXPECT_EQ(m->weights().layers[0].wq.type, s.weight_type);
+  ReferenceForward f(*m, 32);
+  std::vector<int32_t> ids = {1, 300, 400, 500};
+  auto logits = f.eval(ids);
+  float lo = logits[0], hi = logits[0];
+  for (float x : logits) {
+    ASSERT_TRUE(std::isfinite(x));
+    lo = std::min(lo, x);
+    hi = std::max(hi, x);
+  }
+  EXPECT_GT(hi - lo, 0.1f) << "logits are flat: weights were not randomised";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    PresetsAndTypes, SynthRoundTrip,
+    ::testing::Values(std::make_tuple("tiny-llama", "F32"), std::make_tuple("tiny-qwen2", "Q8_0"),
+                      std::make_tuple("tiny-qwen3", "Q4_K"), std::make_tuple("tiny-llama", "Q6_K"),
+                      std::make_tuple("tiny-qwen3", "F16"), std::make_tuple("tiny-qwen2", "BF16"),
+                      std::make_tuple("tiny-llama", "Q4_0"), std::make_tuple("tiny-qwen3", "Q5_K")),
+    [](const auto& info) {
+      std::string n = std::get<0>(info.param) + "_" + std::get<1>(info.param);
+      for (char& ch : n)
+        if (ch == '-' || ch == '.') ch = '_';
+      return n;
+    });
+
+TEST(Synth, RejectsUnknownVocabAndBadShapes) {
+  SynthSpec s = *synth_preset("tiny-llama");
+  EXPECT_THROW(write_synthetic_model(s, "/nonexistent/x.gguf"), Error);  // no vocab
+  s.vocab_path = "/nonexistent/vocab.gguf";
+  EXPECT_THROW(write_synthetic_model(s, "/tmp/x.gguf"), Error);
+  EXPECT_FALSE(synth_preset("no-such-model").has_value());
+  for (const std::string& name : synth_preset_names()) EXPECT_TRUE(synth_preset(name).has_value()) << name;
+}
+
+}  // namespace
+}  // namespace hearth
