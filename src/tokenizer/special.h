@@ -1,0 +1,33 @@
+// Splitting input text at the texts of special tokens, before the tokenization algorithm runs
+// on the pieces in between (llama.cpp's tokenizer_st_partition). Shared by every model type.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+#include <vector>
+
+#include "tokenizer/vocab.h"
+
+namespace hearth {
+
+// A piece of the input: either a special token, or a byte range of raw text to tokenize.
+struct Fragment {
+  TokenId token = kNoToken;  // kNoToken: raw text [offset, offset + length)
+  size_t offset = 0;
+  size_t length = 0;
+
+  bool is_token() const { return token != kNoToken; }
+};
+
+// Splits `text` at occurrences of special token texts (Vocab::special_tokens(), longest
+// first; each token splits what the longer ones left as raw text, leftmost match first).
+//  - USER_DEFINED tokens are always matched (llama.cpp and Hugging Face pre-split added tokens
+//    even when special parsing is off);
+//  - CONTROL and UNKNOWN tokens (<s>, </s>, <unk>, <|im_end|>...) only with `parse_special`;
+//    otherwise their text stays plain text.
+//  - a token with the RSTRIP (LSTRIP) attribute swallows the ASCII whitespace after (before) it.
+// Raw fragments are never empty; an empty text gives no fragments.
+std::vector<Fragment> split_special_tokens(const Vocab& vocab, std::string_view text,
+                                           bool parse_special);
+
+}  // namespace hearth
