@@ -52,17 +52,19 @@ int run(const RunOptions& o) {
     std::fclose(f);
   }
   std::vector<int32_t> ids = tok.encode(prompt, /*add_special=*/true, /*parse_special=*/true);
-  if (ids.empty()) fail("the prompt is empty and this vocabulary adds no BOS token: nothing to condition on");
+  if (ids.empty())
+    fail("the prompt is empty and this vocabulary adds no BOS token: nothing to condition on");
 
   const int64_t n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min<int64_t>(hp.n_ctx_train, 4096);
   if (static_cast<int64_t>(ids.size()) >= n_ctx)
-    fail("the prompt has {} tokens, which does not fit the context of {} (use --ctx)", ids.size(), n_ctx);
+    fail("the prompt has {} tokens, which does not fit the context of {} (use --ctx)", ids.size(),
+         n_ctx);
   if (o.n_predict < 0) fail("-n must be >= 0, got {}", o.n_predict);
   const uint64_t seed = o.seed >= 0 ? static_cast<uint64_t>(o.seed) : std::random_device{}();
 
   ReferenceForward fwd(*model, n_ctx);
   BasicSampler sampler(o.temperature, seed);
-  StreamingDetokenizer detok(tok);
+  StreamingDetokenizer detok = tok.streaming_detokenizer();
   auto t_start = Clock::now();
   std::vector<float> logits = fwd.eval(ids);
   auto t_prompt = Clock::now();
@@ -90,7 +92,9 @@ int run(const RunOptions& o) {
   auto t_end = Clock::now();
 
   if (o.verbose) {
-    auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+    auto ms = [](auto a, auto b) {
+      return std::chrono::duration<double, std::milli>(b - a).count();
+    };
     const double gen_ms = ms(t_prompt, t_end);
     std::fprintf(stderr,
                  "\nhearth: load %.0f ms | prompt %zu tokens in %.1f ms | generated %lld tokens in "
@@ -106,7 +110,8 @@ int run(const RunOptions& o) {
 
 void add_run(CLI::App& app, Context& ctx) {
   auto o = std::make_shared<RunOptions>();
-  CLI::App* cmd = app.add_subcommand("run", "Generate a completion for a prompt and stream it to stdout");
+  CLI::App* cmd =
+      app.add_subcommand("run", "Generate a completion for a prompt and stream it to stdout");
   cmd->add_option("-m,--model", o->model, "GGUF model file")->required();
   cmd->add_option("-p,--prompt", o->prompt, "Prompt text (special-token text is parsed)");
   cmd->add_option("-f,--file", o->prompt_file, "Read the prompt from a file");

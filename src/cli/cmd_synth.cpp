@@ -25,10 +25,12 @@ int synth(const SynthOptions& o) {
   SynthSpec s;
   if (!o.preset.empty()) {
     auto p = synth_preset(o.preset);
-    if (!p) fail("unknown preset '{}' (known: {})", o.preset, fmt::join(synth_preset_names(), ", "));
+    if (!p)
+      fail("unknown preset '{}' (known: {})", o.preset, fmt::join(synth_preset_names(), ", "));
     s = *p;
   } else {
-    if (o.arch.empty()) fail("give --preset or --arch (llama, qwen2, qwen3) with the shape options");
+    if (o.arch.empty())
+      fail("give --preset or --arch (llama, qwen2, qwen3) with the shape options");
     // Start from the tiny shape of that architecture; the options below resize it.
     s = *synth_preset(std::string("tiny-") + arch_name(arch_from_name(o.arch, "synth")));
     s.name = o.arch + "-synthetic";
@@ -50,8 +52,8 @@ int synth(const SynthOptions& o) {
   s.seed = o.seed;
   s.threads = o.threads;
   const uint64_t bytes = write_synthetic_model(s, o.out);
-  fmt::print(stderr, "hearth: wrote {} ({:.1f} MiB, {} {}, {} layers, embd {}, {} weights)\n", o.out,
-             static_cast<double>(bytes) / (1 << 20), hp.arch_name, type_name(s.weight_type),
+  fmt::print(stderr, "hearth: wrote {} ({:.1f} MiB, {} {}, {} layers, embd {}, {} weights)\n",
+             o.out, static_cast<double>(bytes) / (1 << 20), hp.arch_name, type_name(s.weight_type),
              hp.n_layer, hp.n_embd, o.type);
   return 0;
 }
@@ -60,13 +62,18 @@ int synth(const SynthOptions& o) {
 
 void add_synth(CLI::App& app, Context& ctx) {
   auto o = std::make_shared<SynthOptions>();
-  CLI::App* cmd = app.add_subcommand("synth", "Write a random-weight model with a real shape and vocabulary");
-  cmd->add_option("--preset", o->preset,
-                  "Shape of a real model: " + fmt::format("{}", fmt::join(synth_preset_names(), ", ")));
+  CLI::App* cmd =
+      app.add_subcommand("synth", "Write a random-weight model with a real shape and vocabulary");
+  cmd->add_option(
+      "--preset", o->preset,
+      "Shape of a real model: " + fmt::format("{}", fmt::join(synth_preset_names(), ", ")));
   cmd->add_option("--arch", o->arch, "Architecture without a preset: llama, qwen2, qwen3");
   cmd->add_option("-o,--out", o->out, "Output GGUF path")->required();
-  cmd->add_option("--vocab", o->vocab, "GGUF whose tokenizer is copied (e.g. a vocab-only GGUF)")->required();
-  cmd->add_option("--type", o->type, "Type of every 2-D tensor (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)")
+  cmd->add_option("--vocab", o->vocab, "GGUF whose tokenizer is copied (e.g. a vocab-only GGUF)")
+      ->required();
+  cmd->add_option("--type", o->type,
+                  "Type of every 2-D tensor (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, "
+                  "Q5_K, Q6_K)")
       ->capture_default_str();
   cmd->add_option("--n-embd", o->n_embd, "Embedding width");
   cmd->add_option("--n-layer", o->n_layer, "Blocks");

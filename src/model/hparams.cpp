@@ -8,9 +8,12 @@ namespace hearth {
 
 const char* arch_name(Arch a) {
   switch (a) {
-    case Arch::Llama: return "llama";
-    case Arch::Qwen2: return "qwen2";
-    case Arch::Qwen3: return "qwen3";
+    case Arch::Llama:
+      return "llama";
+    case Arch::Qwen2:
+      return "qwen2";
+    case Arch::Qwen3:
+      return "qwen3";
   }
   return "?";
 }
@@ -54,8 +57,8 @@ HParams HParams::from_gguf(const gguf::File& f) {
     fail("{}: attention.value_length {} != key_length {} is not supported", f.name(), *vl,
          hp.head_dim);
   hp.n_rot = f.get_int(p + "rope.dimension_count").value_or(hp.head_dim);
-  hp.rms_eps = static_cast<float>(
-      f.get_float(p + "attention.layer_norm_rms_epsilon").value_or(hp.arch == Arch::Llama ? 1e-5 : 1e-6));
+  hp.rms_eps = static_cast<float>(f.get_float(p + "attention.layer_norm_rms_epsilon")
+                                      .value_or(hp.arch == Arch::Llama ? 1e-5 : 1e-6));
 
   if (auto n = f.get_int(p + "vocab_size")) {
     hp.n_vocab = *n;
@@ -92,8 +95,10 @@ HParams HParams::from_gguf(const gguf::File& f) {
   hp.rope_orig_ctx = f.get_int(p + "rope.scaling.original_context_length").value_or(hp.n_ctx_train);
   hp.yarn_attn_factor =
       static_cast<float>(f.get_float(p + "rope.scaling.attn_factor").value_or(1.0));
-  hp.yarn_beta_fast = static_cast<float>(f.get_float(p + "rope.scaling.yarn_beta_fast").value_or(32.0));
-  hp.yarn_beta_slow = static_cast<float>(f.get_float(p + "rope.scaling.yarn_beta_slow").value_or(1.0));
+  hp.yarn_beta_fast =
+      static_cast<float>(f.get_float(p + "rope.scaling.yarn_beta_fast").value_or(32.0));
+  hp.yarn_beta_slow =
+      static_cast<float>(f.get_float(p + "rope.scaling.yarn_beta_slow").value_or(1.0));
 
   hp.validate(f.name());
   return hp;

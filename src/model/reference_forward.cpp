@@ -67,7 +67,8 @@ std::vector<float> ReferenceForward::eval(std::span<const int32_t> tokens, bool 
     fail("context is full: {} cached + {} new tokens exceed the context size {}", n_past_, T,
          n_ctx_);
   for (int32_t id : tokens)
-    if (id < 0 || id >= hp.n_vocab) fail("token id {} is out of range (vocabulary {})", id, hp.n_vocab);
+    if (id < 0 || id >= hp.n_vocab)
+      fail("token id {} is out of range (vocabulary {})", id, hp.n_vocab);
 
   const int64_t E = hp.n_embd, Q = hp.q_dim(), KV = hp.kv_dim(), F = hp.n_ff, hd = hp.head_dim;
   auto buf = [](int64_t n) { return std::vector<float>(static_cast<size_t>(n)); };
@@ -75,11 +76,13 @@ std::vector<float> ReferenceForward::eval(std::span<const int32_t> tokens, bool 
                      v = buf(T * KV), att = buf(T * Q), o = buf(T * E), g = buf(T * F),
                      u = buf(T * F), cs = buf(hp.n_rot / 2), sn = buf(hp.n_rot / 2);
 
-  for (int64_t t = 0; t < T; ++t) ref::get_row(w.token_embd, tokens[static_cast<size_t>(t)], &x[t * E]);
+  for (int64_t t = 0; t < T; ++t)
+    ref::get_row(w.token_embd, tokens[static_cast<size_t>(t)], &x[t * E]);
 
   for (int64_t l = 0; l < hp.n_layer; ++l) {
     const LayerWeights& L = w.layers[static_cast<size_t>(l)];
-    for (int64_t t = 0; t < T; ++t) ref::rmsnorm(&x[t * E], L.attn_norm.data(), &h[t * E], E, hp.rms_eps);
+    for (int64_t t = 0; t < T; ++t)
+      ref::rmsnorm(&x[t * E], L.attn_norm.data(), &h[t * E], E, hp.rms_eps);
     ref::matmul(L.wq, h.data(), T, q.data());
     ref::matmul(L.wk, h.data(), T, k.data());
     ref::matmul(L.wv, h.data(), T, v.data());
@@ -101,8 +104,10 @@ std::vector<float> ReferenceForward::eval(std::span<const int32_t> tokens, bool 
       const int64_t pos = n_past_ + t;
       ref::rope_cos_sin(rope_, pos, cs.data(), sn.data());
       const bool neox = hp.rope_layout == RopeLayout::Neox;
-      for (int64_t hh = 0; hh < hp.n_head; ++hh) ref::rope_apply(qt + hh * hd, hp.n_rot, cs.data(), sn.data(), neox);
-      for (int64_t hh = 0; hh < hp.n_head_kv; ++hh) ref::rope_apply(kt + hh * hd, hp.n_rot, cs.data(), sn.data(), neox);
+      for (int64_t hh = 0; hh < hp.n_head; ++hh)
+        ref::rope_apply(qt + hh * hd, hp.n_rot, cs.data(), sn.data(), neox);
+      for (int64_t hh = 0; hh < hp.n_head_kv; ++hh)
+        ref::rope_apply(kt + hh * hd, hp.n_rot, cs.data(), sn.data(), neox);
       std::copy(kt, kt + KV, k_cache_[static_cast<size_t>(l)].begin() + pos * KV);
       std::copy(vt, vt + KV, v_cache_[static_cast<size_t>(l)].begin() + pos * KV);
     }
@@ -110,17 +115,20 @@ std::vector<float> ReferenceForward::eval(std::span<const int32_t> tokens, bool 
     ref::matmul(L.wo, att.data(), T, o.data());
     for (int64_t i = 0; i < T * E; ++i) x[static_cast<size_t>(i)] += o[static_cast<size_t>(i)];
 
-    for (int64_t t = 0; t < T; ++t) ref::rmsnorm(&x[t * E], L.ffn_norm.data(), &h[t * E], E, hp.rms_eps);
+    for (int64_t t = 0; t < T; ++t)
+      ref::rmsnorm(&x[t * E], L.ffn_norm.data(), &h[t * E], E, hp.rms_eps);
     ref::matmul(L.w_gate, h.data(), T, g.data());
     ref::matmul(L.w_up, h.data(), T, u.data());
-    for (int64_t i = 0; i < T * F; ++i) g[static_cast<size_t>(i)] = ref::silu(g[static_cast<size_t>(i)]) * u[static_cast<size_t>(i)];
+    for (int64_t i = 0; i < T * F; ++i)
+      g[static_cast<size_t>(i)] = ref::silu(g[static_cast<size_t>(i)]) * u[static_cast<size_t>(i)];
     ref::matmul(L.w_down, g.data(), T, o.data());
     for (int64_t i = 0; i < T * E; ++i) x[static_cast<size_t>(i)] += o[static_cast<size_t>(i)];
   }
   n_past_ += T;
 
   const int64_t first = all_logits ? 0 : T - 1, n_out = T - first;
-  for (int64_t t = first; t < T; ++t) ref::rmsnorm(&x[t * E], w.output_norm.data(), &h[(t - first) * E], E, hp.rms_eps);
+  for (int64_t t = first; t < T; ++t)
+    ref::rmsnorm(&x[t * E], w.output_norm.data(), &h[(t - first) * E], E, hp.rms_eps);
   std::vector<float> logits = buf(n_out * hp.n_vocab);
   ref::matmul(w.output, h.data(), n_out, logits.data());
   return logits;

@@ -74,7 +74,8 @@ std::vector<double> llama3_freq_factors(const SynthSpec& s) {
     } else if (wavelen > low_wavelen) {
       f.push_back(s.llama3_factor);
     } else {
-      const double smooth = (s.llama3_orig_ctx / wavelen - s.llama3_low) / (s.llama3_high - s.llama3_low);
+      const double smooth =
+          (s.llama3_orig_ctx / wavelen - s.llama3_low) / (s.llama3_high - s.llama3_low);
       f.push_back(1.0 / ((1.0 - smooth) / s.llama3_factor + smooth));
     }
   }
@@ -84,8 +85,8 @@ std::vector<double> llama3_freq_factors(const SynthSpec& s) {
 }  // namespace
 
 std::vector<std::string> synth_preset_names() {
-  return {"qwen3-0.6b", "qwen3-1.7b", "qwen2.5-0.5b", "llama-3.2-1b", "smollm2-135m",
-          "tiny-llama", "tiny-qwen2", "tiny-qwen3"};
+  return {"qwen3-0.6b",   "qwen3-1.7b", "qwen2.5-0.5b", "llama-3.2-1b",
+          "smollm2-135m", "tiny-llama", "tiny-qwen2",   "tiny-qwen3"};
 }
 
 std::optional<SynthSpec> synth_preset(const std::string& name) {
@@ -122,7 +123,8 @@ uint64_t write_synthetic_model(const SynthSpec& spec, const std::string& out_pat
     fail("synth: cannot write weights of type {}", type_name(spec.weight_type));
   gguf::File vocab = gguf::File::open(spec.vocab_path);
   const gguf::Value* tokens = vocab.get_array("tokenizer.ggml.tokens");
-  if (tokens == nullptr) fail("{}: has no tokenizer.ggml.tokens to take a vocabulary from", vocab.name());
+  if (tokens == nullptr)
+    fail("{}: has no tokenizer.ggml.tokens to take a vocabulary from", vocab.name());
 
   SynthSpec s = spec;
   HParams& hp = s.hp;

@@ -13,15 +13,15 @@
 namespace hearth {
 
 struct SynthSpec {
-  HParams hp;                       // arch, shapes, rope, eps (n_vocab comes from the vocab)
+  HParams hp;  // arch, shapes, rope, eps (n_vocab comes from the vocab)
   TensorType weight_type = TensorType::F32;  // every 2-D tensor; 1-D tensors stay F32
-  bool tied_output = true;          // false: write a separate output.weight
-  bool rope_freqs = false;          // llama only: llama3-style frequency divisors
+  bool tied_output = true;                   // false: write a separate output.weight
+  bool rope_freqs = false;                   // llama only: llama3-style frequency divisors
   float llama3_factor = 8.0f, llama3_low = 1.0f, llama3_high = 4.0f;
   int64_t llama3_orig_ctx = 8192;
   uint64_t seed = 42;
-  std::string name;                 // general.name
-  std::string vocab_path;           // a GGUF whose tokenizer.* keys are copied
+  std::string name;        // general.name
+  std::string vocab_path;  // a GGUF whose tokenizer.* keys are copied
   int threads = 2;
 };
 

@@ -39,8 +39,10 @@ const gguf::TensorInfo* lookup(const gguf::File& f, const TensorSpec& spec, cons
   for (size_t i = 0; ok && i < 4; ++i) ok = t->ne[i] == (i < spec.ne.size() ? spec.ne[i] : 1);
   if (!ok) {
     std::string want = "[";
-    for (size_t i = 0; i < spec.ne.size(); ++i) want += (i ? ", " : "") + std::to_string(spec.ne[i]);
-    fail("{}: tensor '{}' has shape {}, expected {}]", f.name(), spec.name, t->shape_string(), want);
+    for (size_t i = 0; i < spec.ne.size(); ++i)
+      want += (i ? ", " : "") + std::to_string(spec.ne[i]);
+    fail("{}: tensor '{}' has shape {}, expected {}]", f.name(), spec.name, t->shape_string(),
+         want);
   }
   if (!can_dequantize(t->type))
     fail("{}: tensor '{}' has type {}, which this build cannot compute with", f.name(), spec.name,

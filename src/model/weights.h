@@ -17,8 +17,8 @@ namespace hearth {
 struct LayerWeights {
   std::vector<float> attn_norm, ffn_norm;
   MatrixView wq, wk, wv, wo, w_gate, w_up, w_down;
-  std::vector<float> bq, bk, bv;          // qwen2 only (empty otherwise)
-  std::vector<float> q_norm, k_norm;      // qwen3 only (empty otherwise)
+  std::vector<float> bq, bk, bv;      // qwen2 only (empty otherwise)
+  std::vector<float> q_norm, k_norm;  // qwen3 only (empty otherwise)
 };
 
 struct ModelWeights {

@@ -30,7 +30,8 @@ void matmul(const MatrixView& w, const float* x, int64_t n_tok, float* y) {
   std::vector<float> row(static_cast<size_t>(w.n_cols));
   for (int64_t r = 0; r < w.n_rows; ++r) {
     dequantize_row(w.type, w.row(r), row.data(), w.n_cols);
-    for (int64_t t = 0; t < n_tok; ++t) y[t * w.n_rows + r] = dot(row.data(), x + t * w.n_cols, w.n_cols);
+    for (int64_t t = 0; t < n_tok; ++t)
+      y[t * w.n_rows + r] = dot(row.data(), x + t * w.n_cols, w.n_cols);
   }
 }
 

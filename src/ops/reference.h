@@ -23,23 +23,25 @@ void get_row(const MatrixView& w, int64_t r, float* out);
 
 void softmax(float* x, int64_t n);  // in place, max-subtracted
 
-inline float silu(float x) { return x / (1.0f + std::exp(-x)); }
+inline float silu(float x) {
+  return x / (1.0f + std::exp(-x));
+}
 
 // RoPE over one head of width `head_dim`, rotating the first n_rot dims: cos/sin hold n_rot/2
-// values for this position. Interleaved rotates (x[2i], x[2i+1]); neox rotates (x[i], x[i+n_rot/2]).
+// values for this position. Interleaved rotates (x[2i], x[2i+1]); neox rotates (x[i],
+// x[i+n_rot/2]).
 void rope_apply(float* head, int64_t n_rot, const float* cos, const float* sin, bool neox);
-
 
 // RoPE angles for one position: cos/sin of theta_i for i < n_rot/2, with linear scaling,
 // YaRN and per-pair frequency divisors (llama3-style rope_freqs) folded in.
 struct RopeConfig {
   int64_t n_rot = 0;
   float freq_base = 10000.0f;
-  float freq_scale = 1.0f;       // 1 / linear or YaRN factor
-  float ext_factor = 0.0f;       // YaRN extrapolation mix (0 = off)
-  float attn_factor = 1.0f;      // YaRN magnitude scale
+  float freq_scale = 1.0f;   // 1 / linear or YaRN factor
+  float ext_factor = 0.0f;   // YaRN extrapolation mix (0 = off)
+  float attn_factor = 1.0f;  // YaRN magnitude scale
   float beta_fast = 32.0f, beta_slow = 1.0f;
-  int64_t orig_ctx = 0;          // YaRN: original training context
+  int64_t orig_ctx = 0;                 // YaRN: original training context
   const float* freq_factors = nullptr;  // n_rot/2 divisors, or null
 };
 void rope_cos_sin(const RopeConfig& c, int64_t pos, float* cos, float* sin);

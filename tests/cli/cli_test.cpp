@@ -28,9 +28,11 @@ std::string quote(const std::string& s) {
 
 Result hearth(const std::string& args) {
   static int n = 0;
-  const std::string err_path = std::filesystem::temp_directory_path() /
-                               ("hearth-cli-err-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
-  const std::string cmd = std::string(HEARTH_BINARY_DIR) + "/src/hearth " + args + " 2>" + quote(err_path);
+  const std::string err_path =
+      std::filesystem::temp_directory_path() /
+      ("hearth-cli-err-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
+  const std::string cmd =
+      std::string(HEARTH_BINARY_DIR) + "/src/hearth " + args + " 2>" + quote(err_path);
   Result r;
   FILE* p = ::popen(cmd.c_str(), "r");
   if (!p) return r;
@@ -52,13 +54,17 @@ TEST(Cli, RunPrintsKnownGreedyContinuation) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, g["generation"]["text"].get<std::string>());
   // And it is the start of the 120-token continuation the model README gives.
-  EXPECT_EQ(r.out.rfind(" Once upon a time, there was a little girl named Lily. She loved to play outside in the park.", 0), 0u)
+  EXPECT_EQ(r.out.rfind(" Once upon a time, there was a little girl named Lily. She loved to play "
+                        "outside in the park.",
+                        0),
+            0u)
       << r.out;
 }
 
 TEST(Cli, RunWithPromptAndSeedIsReproducible) {
   HEARTH_SHARED_OR_SKIP(model, "models/stories260K.gguf");
-  const std::string args = "run -m " + quote(model) + " -p 'Once upon a time' -n 24 --temp 0.9 --seed 7";
+  const std::string args =
+      "run -m " + quote(model) + " -p 'Once upon a time' -n 24 --temp 0.9 --seed 7";
   Result a = hearth(args), b = hearth(args);
   ASSERT_EQ(a.status, 0) << a.err;
   EXPECT_EQ(a.out, b.out);
@@ -69,9 +75,9 @@ TEST(Cli, InspectShowsMetadataAndTensors) {
   HEARTH_SHARED_OR_SKIP(model, "models/stories260K.gguf");
   Result r = hearth("inspect " + quote(model));
   ASSERT_EQ(r.status, 0) << r.err;
-  for (const char* want : {"version: 3", "general.architecture", "tokenizer.ggml.tokens",
-                           "token_embd.weight", "blk.4.ffn_down.weight", "tensors (48)",
-                           "arch=llama"})
+  for (const char* want :
+       {"version: 3", "general.architecture", "tokenizer.ggml.tokens", "token_embd.weight",
+        "blk.4.ffn_down.weight", "tensors (48)", "arch=llama"})
     EXPECT_NE(r.out.find(want), std::string::npos) << want << "\n" << r.out;
 }
 
@@ -79,8 +85,9 @@ TEST(Cli, SynthOutputLoadsInInspectAndRun) {
   HEARTH_SHARED_OR_SKIP(vocab, "models/stories260K.gguf");
   const std::string out = std::filesystem::temp_directory_path() /
                           ("hearth-cli-synth-" + std::to_string(::getpid()) + ".gguf");
-  Result s = hearth("synth --arch qwen3 --n-embd 256 --head-dim 64 --n-ff 512 --type Q4_K --vocab " +
-                    quote(vocab) + " -o " + quote(out));
+  Result s =
+      hearth("synth --arch qwen3 --n-embd 256 --head-dim 64 --n-ff 512 --type Q4_K --vocab " +
+             quote(vocab) + " -o " + quote(out));
   ASSERT_EQ(s.status, 0) << s.err;
   Result i = hearth("inspect " + quote(out));
   EXPECT_EQ(i.status, 0) << i.err;

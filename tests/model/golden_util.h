@@ -23,7 +23,8 @@ inline std::vector<int32_t> ids_of(const nlohmann::json& a) {
 }
 
 // Largest |a[i] - b[i]|, with the index where it occurs.
-inline std::pair<double, size_t> max_abs_diff(const std::vector<float>& a, const nlohmann::json& b) {
+inline std::pair<double, size_t> max_abs_diff(const std::vector<float>& a,
+                                              const nlohmann::json& b) {
   double worst = 0.0;
   size_t at = 0;
   for (size_t i = 0; i < a.size(); ++i) {

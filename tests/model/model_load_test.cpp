@@ -2,8 +2,8 @@
 // output that loads back and computes.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <unistd.h>
+#include <cmath>
 
 #include <cstring>
 #include <filesystem>
@@ -156,7 +156,8 @@ TEST(ModelLoad, WrongShapeAndAbsurdMetadataAreErrors) {
   gguf::Writer w3 = tiny_llama();
   w3.set("llama.embedding_length", gguf::Value::make_string("wide"));
   w3.write(dir.file("type.gguf"));
-  EXPECT_NE(expect_load_error(dir.file("type.gguf")).find("llama.embedding_length"), std::string::npos);
+  EXPECT_NE(expect_load_error(dir.file("type.gguf")).find("llama.embedding_length"),
+            std::string::npos);
 
   gguf::Writer w4 = tiny_llama();
   w4.set("llama.rope.scaling.type", gguf::Value::make_string("longrope"));
@@ -234,7 +235,8 @@ TEST(Synth, RejectsUnknownVocabAndBadShapes) {
   s.vocab_path = "/nonexistent/vocab.gguf";
   EXPECT_THROW(write_synthetic_model(s, "/tmp/x.gguf"), Error);
   EXPECT_FALSE(synth_preset("no-such-model").has_value());
-  for (const std::string& name : synth_preset_names()) EXPECT_TRUE(synth_preset(name).has_value()) << name;
+  for (const std::string& name : synth_preset_names())
+    EXPECT_TRUE(synth_preset(name).has_value()) << name;
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include "model/reference_forward.h"
 #include "sampling/basic_sampler.h"
 #include "tokenizer/tokenizer.h"
+#include "util/error.h"
 
 namespace hearth {
 namespace {
@@ -23,7 +24,8 @@ TEST_P(StoriesGolden, TokensLogitsAndGreedyMatch) {
   Tokenizer tok = Tokenizer::from_gguf(model->file());
 
   const std::vector<int32_t> prompt = ids_of(g["prompt_ids"]);
-  EXPECT_EQ(tok.encode(g["prompt"].get<std::string>(), true, true), prompt) << "tokenization differs";
+  EXPECT_EQ(tok.encode(g["prompt"].get<std::string>(), true, true), prompt)
+      << "tokenization differs";
 
   ReferenceForward fwd(*model, 512);
   std::vector<float> logits = fwd.eval(prompt);
@@ -39,7 +41,9 @@ TEST_P(StoriesGolden, TokensLogitsAndGreedyMatch) {
   ASSERT_EQ(gen.size(), steps.size());
   for (size_t s = 0; s < gen.size(); ++s) {
     const double margin = steps[s]["ref_top1_top2_logit_margin"].get<double>();
-    if (margin > 1e-4) EXPECT_EQ(argmax(logits), gen[s]) << "step " << s << " (margin " << margin << ")";
+    if (margin > 1e-4) {
+      EXPECT_EQ(argmax(logits), gen[s]) << "step " << s << " (margin " << margin << ")";
+    }
     if (s == 8) {
       const auto& after8 = g["reference_logits"]["after_8_generated"];
       auto [d8, i8] = max_abs_diff(logits, after8["logits"]);
@@ -51,10 +55,10 @@ TEST_P(StoriesGolden, TokensLogitsAndGreedyMatch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllPrompts, StoriesGolden,
-                         ::testing::Values("bos_only", "blank_line_tab", "cjk_emoji", "curly_quotes",
-                                           "digits_symbols", "latin_accents", "lily_and_tom",
-                                           "long_story", "newline", "once_upon_a_time",
-                                           "punctuation", "spaces", "the_end"));
+                         ::testing::Values("bos_only", "blank_line_tab", "cjk_emoji",
+                                           "curly_quotes", "digits_symbols", "latin_accents",
+                                           "lily_and_tom", "long_story", "newline",
+                                           "once_upon_a_time", "punctuation", "spaces", "the_end"));
 
 // Batch shape must not change the math: the whole prompt at once, token by token, and in
 // uneven chunks give the same logits (the cache path's exactness baseline).

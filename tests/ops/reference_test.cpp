@@ -55,8 +55,8 @@ TEST(RefOps, SoftmaxSumsToOneAndIsShiftInvariant) {
 TEST(RefOps, MatmulF32MatchesNaive) {
   const int64_t rows = 5, cols = 37, T = 3;
   auto w = random_vec(rows * cols, 5), x = random_vec(T * cols, 6);
-  MatrixView m{"w", TensorType::F32, reinterpret_cast<const uint8_t*>(w.data()), cols, rows,
-               cols * sizeof(float)};
+  MatrixView m{"w",  TensorType::F32,     reinterpret_cast<const uint8_t*>(w.data()), cols,
+               rows, cols * sizeof(float)};
   std::vector<float> y(T * rows);
   ref::matmul(m, x.data(), T, y.data());
   for (int64_t t = 0; t < T; ++t)
@@ -72,7 +72,8 @@ TEST(RefOps, MatmulQuantizedUsesDequantizedRows) {
   auto w = random_vec(rows * cols, 7), x = random_vec(cols, 8);
   std::vector<uint8_t> q(row_bytes(TensorType::Q8_0, cols) * rows);
   for (int64_t r = 0; r < rows; ++r)
-    quantize_row(TensorType::Q8_0, &w[r * cols], q.data() + r * row_bytes(TensorType::Q8_0, cols), cols);
+    quantize_row(TensorType::Q8_0, &w[r * cols], q.data() + r * row_bytes(TensorType::Q8_0, cols),
+                 cols);
   MatrixView m{"w", TensorType::Q8_0, q.data(), cols, rows, row_bytes(TensorType::Q8_0, cols)};
   std::vector<float> y(rows), deq(cols);
   ref::matmul(m, x.data(), 1, y.data());
