@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ pkg-config           # build
   libfmt-dev nlohmann-json3-dev libcli11-dev # libraries
+  libpcre2-dev                               # Unicode regex (pre-tokenizers)
   googletest libgtest-dev libgmock-dev       # unit tests
   clang libclang-rt-14-dev                   # libFuzzer target
 )
