@@ -1,0 +1,52 @@
+// Fused causal attention (flash-attention style: tiled, online softmax, no materialised score
+// matrix) over a sequence's K/V stored in fixed-size blocks of encoded rows. With one block it
+// is a contiguous cache; with many it reads a paged pool directly.
+#pragma once
+
+#include <cstdint>
+
+#include "ops/thread_pool.h"
+#include "quant/types.h"
+
+namespace hearth::ops {
+
+struct KvLayout {
+  TensorType type = TensorType::F16;  // F32, F16 or Q8_0 (head_dim a multiple of 32 for Q8_0)
+  int64_t n_kv_head = 0;
+  int64_t head_dim = 0;
+  int64_t block_tokens = 0;  // tokens per block
+
+  size_t head_bytes() const;   // one head of one token, encoded
+  size_t token_bytes() const { return head_bytes() * static_cast<size_t>(n_kv_head); }
+  size_t block_bytes() const { return token_bytes() * static_cast<size_t>(block_tokens); }
+};
+
+// One sequence's K and V for one layer: block i holds tokens [i*block_tokens, (i+1)*block_tokens),
+// each token n_kv_head encoded heads back to back.
+struct KvSeqView {
+  KvLayout layout;
+  const uint8_t* const* k_blocks = nullptr;
+  const uint8_t* const* v_blocks = nullptr;
+  int64_t n_tokens = 0;  // valid tokens
+};
+
+// Encodes one token's K or V (n_kv_head * head_dim floats) into `dst` in layout.type.
+void kv_encode_token(const KvLayout& layout, const float* src, uint8_t* dst);
+
+struct AttentionArgs {
+  const float* q = nullptr;  // [n_q][n_head * head_dim], RoPE applied
+  int64_t n_q = 0;
+  int64_t n_head = 0;
+  int64_t pos0 = 0;  // position of q row 0; row t attends to K/V positions 0..pos0+t
+  float scale = 1.0f;
+  float* out = nullptr;  // [n_q][n_head * head_dim]
+};
+
+// Query head h uses KV head h / (n_head / n_kv_head). The output for (query row, head) depends
+// only on that query and K/V[0..its position] — not on n_q, pos0 grouping or threads.
+void attention(const AttentionArgs& a, const KvSeqView& kv, ThreadPool& pool);
+
+// Plain reference: dequantize K/V rows, full softmax in f32 (double-accumulated).
+void attention_reference(const AttentionArgs& a, const KvSeqView& kv);
+
+}  // namespace hearth::ops

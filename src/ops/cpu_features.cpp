@@ -1,0 +1,93 @@
+#include "ops/cpu_features.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+namespace hearth::ops {
+namespace {
+
+CpuFeatures detect() {
+  CpuFeatures f;
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(1, &a, &b, &c, &d)) {
+    f.fma = (c >> 12) & 1;
+    f.f16c = (c >> 29) & 1;
+    const bool osxsave = (c >> 27) & 1;
+    unsigned long long xcr0 = 0;
+    if (osxsave) {
+      unsigned lo, hi;
+      __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+      xcr0 = (static_cast<unsigned long long>(hi) << 32) | lo;
+    }
+    const bool ymm = (xcr0 & 0x6) == 0x6, zmm = (xcr0 & 0xe6) == 0xe6;
+    if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
+      f.avx2 = ymm && ((b >> 5) & 1);
+      f.avx512f = zmm && ((b >> 16) & 1);
+      f.avx512bw = zmm && ((b >> 30) & 1);
+      f.avx512vnni = zmm && ((c >> 11) & 1);
+    }
+    if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) f.avxvnni = ymm && ((a >> 4) & 1);
+    if (!ymm) f.fma = f.f16c = false;
+  }
+#endif
+  return f;
+}
+
+SimdLevel best_level() {
+  const CpuFeatures& f = cpu_features();
+  SimdLevel l = (f.avx2 && f.fma && f.f16c) ? SimdLevel::Avx2 : SimdLevel::Scalar;
+  if (const char* env = std::getenv("HEARTH_SIMD"); env && std::strcmp(env, "scalar") == 0)
+    l = SimdLevel::Scalar;
+  return l;
+}
+
+std::atomic<int> g_level{-1};
+
+}  // namespace
+
+std::string CpuFeatures::summary() const {
+  std::string s;
+  auto add = [&](bool on, const char* name) {
+    if (on) s += (s.empty() ? "" : " ") + std::string(name);
+  };
+  add(avx2, "avx2");
+  add(fma, "fma");
+  add(f16c, "f16c");
+  add(avx512f, "avx512f");
+  add(avx512bw, "avx512bw");
+  add(avx512vnni, "avx512vnni");
+  add(avxvnni, "avxvnni");
+  return s.empty() ? "none" : s;
+}
+
+const CpuFeatures& cpu_features() {
+  static const CpuFeatures f = detect();
+  return f;
+}
+
+SimdLevel simd_level() {
+  int l = g_level.load(std::memory_order_relaxed);
+  if (l < 0) {
+    l = static_cast<int>(best_level());
+    g_level.store(l, std::memory_order_relaxed);
+  }
+  return static_cast<SimdLevel>(l);
+}
+
+void set_simd_level(SimdLevel level) {
+  const CpuFeatures& f = cpu_features();
+  if (level == SimdLevel::Avx2 && !(f.avx2 && f.fma && f.f16c)) level = SimdLevel::Scalar;
+  g_level.store(static_cast<int>(level), std::memory_order_relaxed);
+}
+
+const char* simd_level_name(SimdLevel level) {
+  return level == SimdLevel::Avx2 ? "avx2" : "scalar";
+}
+
+}  // namespace hearth::ops

@@ -1,0 +1,25 @@
+// CPU features detected once at run time; kernels are dispatched on them (one SIMD dispatch
+// layer: AVX2+FMA+F16C today, scalar fallback always, room for AVX-512 and NEON).
+#pragma once
+
+#include <string>
+
+namespace hearth::ops {
+
+enum class SimdLevel { Scalar = 0, Avx2 = 1 };
+
+struct CpuFeatures {
+  bool avx2 = false, fma = false, f16c = false, avx512f = false, avx512bw = false,
+       avx512vnni = false, avxvnni = false;
+  std::string summary() const;
+};
+
+const CpuFeatures& cpu_features();
+
+// The level kernels use: the best the CPU supports, lowered by HEARTH_SIMD=scalar (for tests
+// and comparisons) or set_simd_level().
+SimdLevel simd_level();
+void set_simd_level(SimdLevel level);  // clamps to what the CPU supports
+const char* simd_level_name(SimdLevel level);
+
+}  // namespace hearth::ops
