@@ -54,7 +54,9 @@ std::atomic<int> g_level{-1};
 std::string CpuFeatures::summary() const {
   std::string s;
   auto add = [&](bool on, const char* name) {
-    if (on) s += (s.empty() ? "" : " ") + std::string(name);
+    if (!on) return;
+    if (!s.empty()) s.push_back(' ');
+    s.append(name);
   };
   add(avx2, "avx2");
   add(fma, "fma");
