@@ -20,15 +20,17 @@ namespace hearth::gguf {
 constexpr uint32_t kMagic = 0x46554747;  // "GGUF" little-endian
 constexpr uint32_t kDefaultAlignment = 32;
 constexpr int kMaxDims = 4;
+constexpr int kMaxArrayDepth = 8;  // arrays of arrays nest at most this deep
+constexpr uint32_t kMaxAlignment = 1u << 16;
 
 struct TensorInfo {
   std::string name;
   int n_dims = 0;
   std::array<int64_t, kMaxDims> ne{1, 1, 1, 1};  // ne[0] is the contiguous (row) dimension
   TensorType type = TensorType::F32;
-  uint64_t offset = 0;         // relative to the start of the data section
+  uint64_t offset = 0;  // relative to the start of the data section
   uint64_t nbytes = 0;
-  const uint8_t* data = nullptr;  // into the mapping (null when parsed from a plain buffer)
+  const uint8_t* data = nullptr;  // into the mapping, or into the caller's buffer for parse()
 
   int64_t n_elements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
   int64_t n_rows() const { return ne[1] * ne[2] * ne[3]; }
@@ -46,6 +48,22 @@ class File {
   static File open(const std::string& path);
   // Parses an in-memory image (for tests and fuzzing); `name` is used in error messages.
   // The bytes must outlive the File if tensor data pointers are used.
+  //
+  // Validation (every failure throws Error "<name>: <problem>", naming the key or tensor and
+  // the file offset where it applies):
+  //  - magic "GGUF", version 2 or 3 (1, others and byte-swapped big-endian files rejected);
+  //  - counts, string lengths and array counts must fit in the bytes that remain (each KV needs
+  //    >= 13 bytes, each tensor info >= 32, each array element its minimal encoded size), so
+  //    nothing is reserved beyond what the file can hold; arrays nest at most kMaxArrayDepth;
+  //  - keys and tensor names non-empty and unique; value and element types known; BOOL bytes
+  //    0 or 1;
+  //  - general.alignment, when present, must be a u32 power of two in 1..kMaxAlignment (other
+  //    integer types are rejected, as the spec and llama.cpp require u32);
+  //  - tensors: 1..4 dims, every ne >= 0 (0 = empty tensor), element count and byte size must
+  //    not overflow, ne[0] a multiple of the type's block size, known type id, offset a multiple
+  //    of the alignment, data inside the file, and no two non-empty tensors overlapping.
+  // A file without tensors may end right after its header (data_offset() can then be past
+  // the end of the file).
   static File parse(const uint8_t* bytes, size_t size, const std::string& name);
 
   uint32_t version() const { return version_; }
@@ -60,6 +78,9 @@ class File {
   const TensorInfo* find_tensor(const std::string& name) const;
 
   // Typed lookups: nullopt when absent; an Error naming the key when present with a wrong type.
+  // get_int: any integer or bool (a u64 above INT64_MAX is an Error); get_float: float or
+  // integer; get_bool: bool or integer (non-zero = true); get_string: string only;
+  // get_array: array only (nullptr when absent).
   std::optional<int64_t> get_int(const std::string& key) const;
   std::optional<double> get_float(const std::string& key) const;
   std::optional<bool> get_bool(const std::string& key) const;

@@ -31,9 +31,15 @@ bool is_integer_type(ValueType t);  // includes BOOL
 bool is_float_type(ValueType t);
 size_t scalar_size(ValueType t);  // bytes on disk of a numeric/bool scalar; 0 for STRING/ARRAY
 
+// `s` in `quote`s: the quote and backslash escaped, \n \r \t as such, control characters and
+// bytes that are not valid UTF-8 as \xNN; cut (on a UTF-8 boundary) after `max_bytes` as
+// `"abc"... (1234 bytes)`. Safe for hostile input; also names keys/tensors in error messages.
+std::string display_string(std::string_view s, char quote = '"', size_t max_bytes = 60);
+
 struct Value {
   ValueType type = ValueType::UINT32;
 
+  // make_int/make_int_array throw Error when a value does not fit the type (BOOL takes 0/1).
   // Scalars: every integer type and BOOL live in `i` (UINT64 values above INT64_MAX wrap; use
   // as_u64), floats in `f`, STRING in `str`.
   int64_t i = 0;
@@ -63,14 +69,18 @@ struct Value {
   bool is_array() const { return type == ValueType::ARRAY; }
   size_t array_size() const;
 
-  std::optional<int64_t> as_int() const;  // any integer/bool scalar
+  std::optional<int64_t> as_int() const;   // any integer/bool scalar
+  std::optional<uint64_t> as_u64() const;  // any integer/bool scalar that is not negative
   std::optional<double> as_float() const;  // float or integer scalar
   std::optional<bool> as_bool() const;     // BOOL or integer scalar
-  const std::string* as_string() const;   // STRING only
+  const std::string* as_string() const;    // STRING only
 
-  // Short human rendering (arrays abbreviated), for `hearth inspect`.
+  // Short human rendering (arrays abbreviated), for `hearth inspect`: Python-like, e.g.
+  // `42`, `1e-05`, `10000.0`, `True`, `"llama"`, `[1, 2, 3, ... (512 items)]`, `[[1, 2], []]`.
   std::string to_display(size_t max_items = 8) const;
 
+  // Equal type and content (only the fields that the type uses); floats compare bit for bit,
+  // so NaN == NaN and 0.0 != -0.0 (equal means "serializes identically").
   bool operator==(const Value& o) const;
 };
 
