@@ -17,8 +17,19 @@ class ThreadPool {
 
   int size() const;
 
+  // How long an idle worker spins (pause/yield) waiting for the next region before it sleeps
+  // on a condition variable. Default kDefaultSpinUs, overridable by HEARTH_SPIN_US; 0 = sleep
+  // at once.
+  static constexpr int kDefaultSpinUs = 200;
+  void set_spin_us(int us);
+  int spin_us() const;
+
   // Runs fn(task, thread_index) for task in [0, n_tasks), distributing tasks dynamically over
-  // all threads (the caller participates); returns when all are done. Not re-entrant.
+  // all threads (the caller participates, as thread 0); returns when all are done. Each task
+  // runs exactly once. With one thread (or one task) everything runs inline on the caller.
+  // If tasks throw, tasks not yet started are skipped and the first exception is rethrown here.
+  // Not re-entrant: a call from inside a task (or concurrently from another thread) throws
+  // hearth::Error.
   void parallel_for(int64_t n_tasks, const std::function<void(int64_t task, int thread)>& fn);
 
  private:
