@@ -80,7 +80,7 @@ TEST(RefOps, MatmulQuantizedUsesDequantizedRows) {
   for (int64_t r = 0; r < rows; ++r) {
     ref::get_row(m, r, deq.data());
     EXPECT_FLOAT_EQ(y[r], ref::dot(deq.data(), x.data(), cols));
-    EXPECT_NEAR(y[r], ref::dot(&w[r * cols], x.data(), cols), 0.05);
+    EXPECT_NEAR(y[r], ref::dot(&w[r * cols], x.data(), cols), 0.25);  // ~4 sigma of Q8_0 rounding
   }
 }
 
