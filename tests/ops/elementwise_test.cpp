@@ -1,0 +1,198 @@
+// Fast elementwise kernels against the scalar references (ops/reference.h), on odd sizes, at
+// every SIMD level the CPU supports.
+//
+// Tolerances: add_inplace and rope perform the reference's float operations in the same order
+// and must be bit-exact. rmsnorm likewise, except that its double sum of squares is added in a
+// different (fixed) order, which could move the float scale by 1 ulp in rare cases: <= 1 ulp
+// (bit-exact on these inputs). silu_mul uses a vector exp of <= 2 ulp: <= 4 ulp of
+// ref::silu(g) * u (measured 2; values below 1e-30 compared absolutely). exp_inplace: <= 2 ulp
+// of the correctly rounded e^x (measured 1, same as std::exp on float).
+#include "ops/elementwise.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "ops/cpu_features.h"
+#include "ops/reference.h"
+
+namespace hearth::ops {
+namespace {
+
+std::vector<float> random_vec(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// Distance in units in the last place (ordered-integer difference; finite floats).
+int64_t ulp_diff(float a, float b) {
+  if (a == b) return 0;
+  auto ordered = [](float f) {
+    int32_t i;
+    std::memcpy(&i, &f, 4);
+    return i < 0 ? static_cast<int64_t>(INT32_MIN) - i : static_cast<int64_t>(i);
+  };
+  const int64_t d = ordered(a) - ordered(b);
+  return d < 0 ? -d : d;
+}
+
+// Runs `body` once per SIMD level available (scalar always, AVX2 where supported), restoring
+// the level afterwards.
+template <typename F>
+void for_each_level(F body) {
+  const SimdLevel saved = simd_level();
+  std::vector<SimdLevel> levels = {SimdLevel::Scalar};
+  set_simd_level(SimdLevel::Avx2);
+  if (simd_level() == SimdLevel::Avx2) levels.push_back(SimdLevel::Avx2);
+  for (SimdLevel l : levels) {
+    set_simd_level(l);
+    SCOPED_TRACE(simd_level_name(l));
+    body();
+  }
+  set_simd_level(saved);
+}
+
+const int64_t kSizes[] = {1, 3, 7, 8, 9, 15, 16, 17, 31, 33, 64, 100, 257, 1000, 4099};
+
+TEST(Elementwise, RmsNormMatchesReference) {
+  for_each_level([] {
+    for (int64_t n : kSizes) {
+      for (int64_t n_tok : {1, 3}) {
+        auto x = random_vec(static_cast<size_t>(n * n_tok), 10 + static_cast<uint32_t>(n), 3.0f);
+        auto w = random_vec(static_cast<size_t>(n), 20);
+        for (bool with_w : {true, false}) {
+          std::vector<float> y(x.size()), want(x.size());
+          rmsnorm(x.data(), with_w ? w.data() : nullptr, y.data(), n_tok, n, 1e-6f);
+          for (int64_t t = 0; t < n_tok; ++t)
+            ref::rmsnorm(x.data() + t * n, with_w ? w.data() : nullptr, want.data() + t * n, n,
+                         1e-6f);
+          for (size_t i = 0; i < y.size(); ++i)
+            ASSERT_LE(ulp_diff(y[i], want[i]), 1) << "n=" << n << " i=" << i;
+          // In place.
+          std::vector<float> z = x;
+          rmsnorm(z.data(), with_w ? w.data() : nullptr, z.data(), n_tok, n, 1e-6f);
+          EXPECT_EQ(std::memcmp(z.data(), y.data(), y.size() * 4), 0);
+        }
+      }
+    }
+  });
+}
+
+TEST(Elementwise, RmsNormRowsIndependentOfBatch) {
+  for_each_level([] {
+    const int64_t n = 1027, n_tok = 5;
+    auto x = random_vec(static_cast<size_t>(n * n_tok), 30);
+    auto w = random_vec(static_cast<size_t>(n), 31);
+    std::vector<float> all(x.size()), one(static_cast<size_t>(n));
+    rmsnorm(x.data(), w.data(), all.data(), n_tok, n, 1e-5f);
+    for (int64_t t = 0; t < n_tok; ++t) {
+      rmsnorm(x.data() + t * n, w.data(), one.data(), 1, n, 1e-5f);
+      EXPECT_EQ(std::memcmp(one.data(), all.data() + t * n, static_cast<size_t>(n) * 4), 0);
+    }
+  });
+}
+
+TEST(Elementwise, AddInplaceExact) {
+  for_each_level([] {
+    for (int64_t n : kSizes) {
+      auto x = random_vec(static_cast<size_t>(n), 40), y = random_vec(static_cast<size_t>(n), 41);
+      auto want = x;
+      for (size_t i = 0; i < want.size(); ++i) want[i] += y[i];
+      add_inplace(x.data(), y.data(), n);
+      EXPECT_EQ(std::memcmp(x.data(), want.data(), x.size() * 4), 0) << n;
+    }
+  });
+}
+
+TEST(Elementwise, SiluMulMatchesReference) {
+  for_each_level([] {
+    for (int64_t n : kSizes) {
+      auto g = random_vec(static_cast<size_t>(n), 50, 4.0f),
+           u = random_vec(static_cast<size_t>(n), 51);
+      // Extremes mixed in: large magnitudes on both sides of silu's knee.
+      const float extremes[] = {0.0f,   -0.0f, 1e-30f, -1e-30f, 20.0f,   -20.0f, 80.0f,
+                                -80.0f, 88.0f, -88.0f, 100.0f,  -100.0f, 1e4f,   -1e4f};
+      for (size_t i = 0; i < g.size() && i < std::size(extremes); i += 2) g[i] = extremes[i];
+      std::vector<float> want(g.size());
+      for (size_t i = 0; i < g.size(); ++i) want[i] = ref::silu(g[i]) * u[i];
+      silu_mul(g.data(), u.data(), n);
+      for (size_t i = 0; i < g.size(); ++i) {
+        if (std::fabs(want[i]) < 1e-30f) {
+          EXPECT_NEAR(g[i], want[i], 1e-30f) << i;
+        } else {
+          ASSERT_LE(ulp_diff(g[i], want[i]), 4)
+              << "n=" << n << " i=" << i << " " << g[i] << " vs " << want[i];
+        }
+      }
+    }
+  });
+}
+
+TEST(Elementwise, ExpWithinTwoUlp) {
+  for_each_level([] {
+    // A dense sweep of the finite, non-underflowing range.
+    std::vector<float> x;
+    for (float v = -87.0f; v <= 88.7f; v += 0.0137f) x.push_back(v);
+    for (float v = -1.0f; v <= 1.0f; v += 1.0f / 1024) x.push_back(v);
+    auto y = x;
+    exp_inplace(y.data(), static_cast<int64_t>(y.size()));
+    int64_t worst = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const float want = static_cast<float>(std::exp(static_cast<double>(x[i])));
+      worst = std::max(worst, ulp_diff(y[i], want));
+    }
+    EXPECT_LE(worst, 2);
+    float special[] = {0.0f,
+                       -std::numeric_limits<float>::infinity(),
+                       std::numeric_limits<float>::infinity(),
+                       -200.0f,
+                       200.0f,
+                       89.0f,
+                       -100.0f,
+                       std::numeric_limits<float>::quiet_NaN()};
+    exp_inplace(special, 8);
+    EXPECT_EQ(special[0], 1.0f);
+    EXPECT_EQ(special[1], 0.0f);
+    EXPECT_TRUE(std::isinf(special[2]));
+    EXPECT_EQ(special[3], 0.0f);
+    EXPECT_TRUE(std::isinf(special[4]));
+    EXPECT_TRUE(std::isinf(special[5]));
+    EXPECT_NEAR(special[6], std::exp(-100.0), 1e-44);  // subnormal, not flushed
+    EXPECT_TRUE(std::isnan(special[7]));
+  });
+}
+
+TEST(Elementwise, RopeMatchesReference) {
+  for_each_level([] {
+    for (bool neox : {false, true}) {
+      for (int64_t head_dim : {2, 8, 18, 64, 80, 128}) {
+        for (int64_t n_rot : {head_dim, head_dim / 2}) {
+          if (n_rot < 2 || n_rot % 2) continue;
+          const int64_t n_heads = 3;
+          auto x = random_vec(static_cast<size_t>(n_heads * head_dim), 60);
+          std::vector<float> cs(static_cast<size_t>(n_rot / 2)), sn(cs.size());
+          ref::RopeConfig rc;
+          rc.n_rot = n_rot;
+          ref::rope_cos_sin(rc, 77, cs.data(), sn.data());
+          auto want = x;
+          for (int64_t h = 0; h < n_heads; ++h)
+            ref::rope_apply(want.data() + h * head_dim, n_rot, cs.data(), sn.data(), neox);
+          rope(x.data(), n_heads, head_dim, n_rot, cs.data(), sn.data(), neox);
+          for (size_t i = 0; i < x.size(); ++i)
+            ASSERT_EQ(ulp_diff(x[i], want[i]), 0)
+                << "neox=" << neox << " hd=" << head_dim << " rot=" << n_rot << " i=" << i;
+        }
+      }
+    }
+  });
+}
+
+}  // namespace
+}  // namespace hearth::ops
