@@ -1,0 +1,205 @@
+// Attention: KV encoding, the double-precision reference, and the fused kernel's driver
+// (validation, task split, dispatch) plus its portable scalar implementation. The AVX2 kernel
+// is in avx2/attention_avx2.cpp; both follow the reduction order in attention_kernels.h.
+#include "ops/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "ops/attention_kernels.h"
+#include "ops/cpu_features.h"
+#include "ops/reference.h"
+#include "quant/dequantize.h"
+#include "quant/quantize.h"
+#include "util/error.h"
+
+namespace hearth::ops {
+
+size_t KvLayout::head_bytes() const {
+  return row_bytes(type, head_dim);
+}
+
+void kv_encode_token(const KvLayout& layout, const float* src, uint8_t* dst) {
+  // Heads are back to back and head_dim is a multiple of the block size, so one row of
+  // n_kv_head * head_dim elements encodes every head with the reference quantizer.
+  quantize_row(layout.type, src, dst, layout.n_kv_head * layout.head_dim);
+}
+
+namespace {
+
+void validate(const AttentionArgs& a, const KvSeqView& kv) {
+  const KvLayout& L = kv.layout;
+  if (L.type != TensorType::F32 && L.type != TensorType::F16 && L.type != TensorType::Q8_0)
+    fail("attention: unsupported KV type {}", type_name(L.type));
+  if (L.head_dim <= 0 || L.n_kv_head <= 0 || L.block_tokens <= 0)
+    fail("attention: bad KV layout (head_dim {}, n_kv_head {}, block_tokens {})", L.head_dim,
+         L.n_kv_head, L.block_tokens);
+  if (L.type == TensorType::Q8_0 && L.head_dim % 32 != 0)
+    fail("attention: Q8_0 KV needs head_dim a multiple of 32 (got {})", L.head_dim);
+  if (a.n_head <= 0 || a.n_head % L.n_kv_head != 0)
+    fail("attention: {} query heads do not group over {} KV heads", a.n_head, L.n_kv_head);
+  if (a.n_q < 0 || a.pos0 < 0 || a.pos0 + a.n_q > kv.n_tokens)
+    fail("attention: query positions [{}, {}) beyond the {} cached tokens", a.pos0, a.pos0 + a.n_q,
+         kv.n_tokens);
+}
+
+// Scratch that lives as long as its (pool) thread: grows, never shrinks.
+float* thread_scratch(size_t n) {
+  thread_local std::vector<float> buf;
+  if (buf.size() < n) buf.resize(n);
+  return buf.data();
+}
+
+}  // namespace
+
+void attention_reference(const AttentionArgs& a, const KvSeqView& kv) {
+  validate(a, kv);
+  const KvLayout& L = kv.layout;
+  const int64_t hd = L.head_dim, group = a.n_head / L.n_kv_head;
+  const size_t hb = L.head_bytes(), tb = L.token_bytes();
+  auto row = [&](const uint8_t* const* blocks, int64_t pos, int64_t head) {
+    return blocks[pos / L.block_tokens] + static_cast<size_t>(pos % L.block_tokens) * tb +
+           static_cast<size_t>(head) * hb;
+  };
+  std::vector<float> kbuf(static_cast<size_t>(hd)), vbuf(static_cast<size_t>(hd));
+  std::vector<double> w, acc(static_cast<size_t>(hd));
+  for (int64_t t = 0; t < a.n_q; ++t) {
+    const int64_t p = a.pos0 + t;
+    w.assign(static_cast<size_t>(p + 1), 0.0);
+    for (int64_t h = 0; h < a.n_head; ++h) {
+      const float* q = a.q + (t * a.n_head + h) * hd;
+      const int64_t kvh = h / group;
+      double mx = -std::numeric_limits<double>::infinity();
+      for (int64_t j = 0; j <= p; ++j) {
+        dequantize_row(L.type, row(kv.k_blocks, j, kvh), kbuf.data(), hd);
+        double s = 0.0;
+        for (int64_t i = 0; i < hd; ++i) s += static_cast<double>(q[i]) * kbuf[i];
+        w[j] = s * a.scale;
+        mx = std::max(mx, w[j]);
+      }
+      double sum = 0.0;
+      for (int64_t j = 0; j <= p; ++j) {
+        w[j] = std::exp(w[j] - mx);
+        sum += w[j];
+      }
+      std::fill(acc.begin(), acc.end(), 0.0);
+      for (int64_t j = 0; j <= p; ++j) {
+        dequantize_row(L.type, row(kv.v_blocks, j, kvh), vbuf.data(), hd);
+        for (int64_t i = 0; i < hd; ++i) acc[i] += w[j] * vbuf[i];
+      }
+      float* out = a.out + (t * a.n_head + h) * hd;
+      for (int64_t i = 0; i < hd; ++i) out[i] = static_cast<float>(acc[i] / sum);
+    }
+  }
+}
+
+namespace detail {
+
+// The portable version of the fused kernel: same tiles and online softmax as the AVX2 one,
+// plain float code (std::exp, ref::dot).
+void attention_task_scalar(const AttnTask& t) {
+  const KvSeqView& kv = *t.kv;
+  const TensorType type = kv.layout.type;
+  const int64_t hd = t.head_dim, T = kAttnTile, M = t.n_rows * t.group;
+  const auto uhd = static_cast<size_t>(hd), uT = static_cast<size_t>(T);
+  const auto uM = static_cast<size_t>(M);
+  float* kt = thread_scratch(2 * uT * uhd + uM * (uT + uhd + 3));
+  float* vt = kt + uT * uhd;
+  float* s = vt + uT * uhd;  // [M][T]
+  float* o = s + uM * uT;    // [M][hd]
+  float* mx = o + uM * uhd;
+  float* l = mx + uM;
+  float* alpha = l + uM;
+  const float kNegInf = -std::numeric_limits<float>::infinity();
+  std::fill(o, o + uM * uhd, 0.0f);
+  std::fill(mx, mx + uM, kNegInf);
+  std::fill(l, l + uM, 0.0f);
+
+  const int64_t p_last = t.pos_first + t.n_rows - 1;
+  for (int64_t j0 = 0; j0 <= p_last; j0 += T) {
+    const int64_t jn = std::min(T, p_last + 1 - j0);
+    for (int64_t j = 0; j < jn; ++j)
+      dequantize_row(type, kv_row(t, kv.k_blocks, j0 + j), kt + j * hd, hd);
+    const int64_t r_begin = std::max<int64_t>(0, j0 - t.pos_first);
+    for (int64_t m = r_begin * t.group; m < M; ++m) {
+      const int64_t r = m / t.group;
+      const float* q = t.q + r * t.row_stride + (m % t.group) * hd;
+      const int64_t valid = std::min(jn, t.pos_first + r - j0 + 1);
+      float* sm = s + m * T;
+      float tmax = kNegInf;
+      for (int64_t j = 0; j < T; ++j) {
+        sm[j] = j < valid ? ref::dot(q, kt + j * hd, hd) * t.scale : kNegInf;
+        tmax = std::max(tmax, sm[j]);
+      }
+      const float m_new = std::max(mx[m], tmax);
+      alpha[m] = mx[m] == kNegInf ? 0.0f : std::exp(mx[m] - m_new);
+      float lsum = 0.0f;
+      for (int64_t j = 0; j < T; ++j) {
+        sm[j] = std::exp(sm[j] - m_new);
+        lsum += sm[j];
+      }
+      l[m] = l[m] * alpha[m] + lsum;
+      mx[m] = m_new;
+    }
+    for (int64_t j = 0; j < jn; ++j)
+      dequantize_row(type, kv_row(t, kv.v_blocks, j0 + j), vt + j * hd, hd);
+    for (int64_t m = r_begin * t.group; m < M; ++m) {
+      const int64_t valid = std::min(jn, t.pos_first + m / t.group - j0 + 1);
+      float* om = o + m * hd;
+      const float* sm = s + m * T;
+      for (int64_t i = 0; i < hd; ++i) om[i] *= alpha[m];
+      for (int64_t j = 0; j < valid; ++j) {
+        const float* v = vt + j * hd;
+        for (int64_t i = 0; i < hd; ++i) om[i] += sm[j] * v[i];
+      }
+    }
+  }
+  for (int64_t m = 0; m < M; ++m) {
+    const float inv = 1.0f / l[m];
+    float* out = t.out + (m / t.group) * t.row_stride + (m % t.group) * hd;
+    for (int64_t i = 0; i < hd; ++i) out[i] = o[m * hd + i] * inv;
+  }
+}
+
+}  // namespace detail
+
+void attention(const AttentionArgs& a, const KvSeqView& kv, ThreadPool& pool) {
+  validate(a, kv);
+  if (a.n_q == 0) return;
+  const KvLayout& L = kv.layout;
+  const int64_t hd = L.head_dim, group = a.n_head / L.n_kv_head;
+  const int64_t R = detail::kAttnQueryRows;
+  const int64_t n_chunks = (a.n_q + R - 1) / R;
+  bool simd = false;
+#if defined(__x86_64__)
+  simd = simd_level() == SimdLevel::Avx2 && hd % 8 == 0;
+#endif
+  detail::AttnTask base;
+  base.kv = &kv;
+  base.head_bytes = L.head_bytes();
+  base.token_bytes = L.token_bytes();
+  base.head_dim = hd;
+  base.group = group;
+  base.row_stride = a.n_head * hd;
+  base.scale = a.scale;
+  // Later query rows attend to more positions: hand out their tasks first.
+  pool.parallel_for(n_chunks * L.n_kv_head, [&](int64_t task, int) {
+    const int64_t chunk = n_chunks - 1 - task / L.n_kv_head;
+    detail::AttnTask t = base;
+    t.kv_head = task % L.n_kv_head;
+    t.n_rows = std::min(R, a.n_q - chunk * R);
+    t.pos_first = a.pos0 + chunk * R;
+    const int64_t off = chunk * R * t.row_stride + t.kv_head * group * hd;
+    t.q = a.q + off;
+    t.out = a.out + off;
+    if (simd) {
+      detail::avx2::attention_task(t);
+    } else {
+      detail::attention_task_scalar(t);
+    }
+  });
+}
+
+}  // namespace hearth::ops

@@ -1,0 +1,55 @@
+// Internal: the work unit of the fused attention kernel and its per-ISA implementations
+// (driver and dispatch in attention.cpp, AVX2 kernel in avx2/attention_avx2.cpp).
+//
+// Reduction order (what makes the result batch invariant): for one (query row at position p,
+// query head), KV positions 0..p are visited in tiles of kAttnTile positions aligned to
+// absolute positions (tile i covers [i*T, (i+1)*T)). Per tile: scores s_j = dot(q, k_j) * scale
+// (each dot a fixed chain over head_dim), tile max, m' = max(m, tile max), alpha = e^(m - m'),
+// p_j = e^(s_j - m'), l = l*alpha + sum_j p_j (sum over T lanes, masked lanes exactly 0),
+// o = o*alpha, then o += p_j * v_j for valid j in increasing order; finally out = o * (1/l).
+// Every step depends only on the query, its position and K/V[0..p] - never on which other
+// queries or heads share the task, the task split, or the thread that runs it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ops/attention.h"
+
+namespace hearth::ops::detail {
+
+inline constexpr int64_t kAttnTile = 32;      // KV positions per tile (multiple of 8)
+inline constexpr int64_t kAttnQueryRows = 8;  // query rows per task (a performance knob only)
+
+// One task: n_rows consecutive query rows (positions pos_first, pos_first+1, ...) times the
+// `group` query heads that share KV head kv_head. Query vector m = r*group + g lives at
+// q + r*row_stride + g*head_dim, its output at out + r*row_stride + g*head_dim.
+struct AttnTask {
+  const KvSeqView* kv = nullptr;
+  size_t head_bytes = 0, token_bytes = 0;
+  int64_t head_dim = 0;
+  int64_t kv_head = 0;
+  int64_t group = 1;
+  int64_t n_rows = 1;
+  int64_t pos_first = 0;
+  const float* q = nullptr;
+  float* out = nullptr;
+  int64_t row_stride = 0;
+  float scale = 1.0f;
+};
+
+// Encoded row of KV head `head` at absolute position `pos` in one of the view's block lists.
+inline const uint8_t* kv_row(const AttnTask& t, const uint8_t* const* blocks, int64_t pos) {
+  const int64_t bt = t.kv->layout.block_tokens;
+  return blocks[pos / bt] + static_cast<size_t>(pos % bt) * t.token_bytes +
+         static_cast<size_t>(t.kv_head) * t.head_bytes;
+}
+
+void attention_task_scalar(const AttnTask& t);
+
+namespace avx2 {
+// Requires head_dim % 8 == 0.
+void attention_task(const AttnTask& t);
+}  // namespace avx2
+
+}  // namespace hearth::ops::detail

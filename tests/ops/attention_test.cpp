@@ -1,0 +1,318 @@
+// Fused attention against the double-precision reference, and its batch invariance: a query's
+// output must not depend on how queries are chunked, on the thread count or on the KV block
+// size (bit-identical), at each SIMD level.
+//
+// Tolerance: the kernel and the reference read the same decoded K/V values (F16 exactly
+// widened, Q8_0 as d*q in float, as the reference dequantizer), so the difference is only float
+// vs double arithmetic: |fused - ref| <= 1e-5 * (max |ref| of that output row) + 1e-7 per element,
+// for every KV type (measured worst 3.2e-6 of the row max, typically 1e-6).
+#include "ops/attention.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "ops/cpu_features.h"
+#include "ops/thread_pool.h"
+#include "quant/dequantize.h"
+
+namespace hearth::ops {
+namespace {
+
+std::vector<float> random_vec(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// One sequence's K and V, encoded into blocks of block_tokens tokens.
+struct Cache {
+  KvLayout layout;
+  std::vector<std::vector<uint8_t>> kb, vb;
+  std::vector<const uint8_t*> kp, vp;
+  KvSeqView view;
+
+  Cache(TensorType type, int64_t n_kv_head, int64_t head_dim, int64_t block_tokens,
+        int64_t n_tokens, uint32_t seed, float k_scale = 1.0f) {
+    layout.type = type;
+    layout.n_kv_head = n_kv_head;
+    layout.head_dim = head_dim;
+    layout.block_tokens = block_tokens;
+    const int64_t n_blocks = (n_tokens + block_tokens - 1) / block_tokens;
+    const size_t width = static_cast<size_t>(n_kv_head * head_dim);
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      // Unused tail tokens stay NaN-filled: the kernel must never read them.
+      kb.emplace_back(layout.block_bytes(), uint8_t{0xff});
+      vb.emplace_back(layout.block_bytes(), uint8_t{0xff});
+    }
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      const auto k = random_vec(width, seed + 2 * static_cast<uint32_t>(t), k_scale);
+      const auto v = random_vec(width, seed + 2 * static_cast<uint32_t>(t) + 1);
+      const size_t off = static_cast<size_t>(t % block_tokens) * layout.token_bytes();
+      kv_encode_token(layout, k.data(), kb[static_cast<size_t>(t / block_tokens)].data() + off);
+      kv_encode_token(layout, v.data(), vb[static_cast<size_t>(t / block_tokens)].data() + off);
+    }
+    for (auto& b : kb) kp.push_back(b.data());
+    for (auto& b : vb) vp.push_back(b.data());
+    view.layout = layout;
+    view.k_blocks = kp.data();
+    view.v_blocks = vp.data();
+    view.n_tokens = n_tokens;
+  }
+};
+
+std::vector<SimdLevel> levels() {
+  const SimdLevel saved = simd_level();
+  std::vector<SimdLevel> l = {SimdLevel::Scalar};
+  set_simd_level(SimdLevel::Avx2);
+  if (simd_level() == SimdLevel::Avx2) l.push_back(SimdLevel::Avx2);
+  set_simd_level(saved);
+  return l;
+}
+
+struct LevelGuard {
+  SimdLevel saved = simd_level();
+  ~LevelGuard() { set_simd_level(saved); }
+};
+
+std::vector<float> run_fused(const Cache& c, const std::vector<float>& q, int64_t n_head,
+                             int64_t n_q, int64_t pos0, float scale, ThreadPool& pool) {
+  std::vector<float> out(static_cast<size_t>(n_q * n_head * c.layout.head_dim), -7.0f);
+  AttentionArgs a;
+  a.q = q.data();
+  a.n_q = n_q;
+  a.n_head = n_head;
+  a.pos0 = pos0;
+  a.scale = scale;
+  a.out = out.data();
+  attention(a, c.view, pool);
+  return out;
+}
+
+std::vector<float> run_reference(const Cache& c, const std::vector<float>& q, int64_t n_head,
+                                 int64_t n_q, int64_t pos0, float scale) {
+  std::vector<float> out(static_cast<size_t>(n_q * n_head * c.layout.head_dim));
+  AttentionArgs a;
+  a.q = q.data();
+  a.n_q = n_q;
+  a.n_head = n_head;
+  a.pos0 = pos0;
+  a.scale = scale;
+  a.out = out.data();
+  attention_reference(a, c.view);
+  return out;
+}
+
+// Largest error relative to the row's scale; fails the tolerance above with context.
+double check_close(const std::vector<float>& got, const std::vector<float>& want, int64_t hd,
+                   const std::string& what) {
+  double worst = 0;
+  for (size_t r = 0; r < got.size() / static_cast<size_t>(hd); ++r) {
+    double amax = 0;
+    for (int64_t i = 0; i < hd; ++i)
+      amax = std::max(
+          amax, std::fabs(double(want[r * static_cast<size_t>(hd) + static_cast<size_t>(i)])));
+    for (int64_t i = 0; i < hd; ++i) {
+      const size_t k = r * static_cast<size_t>(hd) + static_cast<size_t>(i);
+      const double err = std::fabs(double(got[k]) - want[k]);
+      worst = std::max(worst, err / (amax + 1e-30));
+      if (!(err <= 1e-5 * amax + 1e-7)) {
+        ADD_FAILURE() << what << ": row " << r << " elem " << i << " got " << got[k] << " want "
+                      << want[k] << " (row max " << amax << ")";
+        return worst;
+      }
+    }
+  }
+  return worst;
+}
+
+struct Case {
+  TensorType type;
+  int64_t head_dim, ratio, n_q, pos0, block_tokens;
+  float q_scale = 1.0f;
+};
+
+void check_case(const Case& c, ThreadPool& pool) {
+  const int64_t n_kv = 2, n_head = n_kv * c.ratio;
+  const int64_t n_tokens = c.pos0 + c.n_q;
+  const int64_t bt = c.block_tokens > 0 ? c.block_tokens : n_tokens;  // 0: one big block
+  Cache cache(c.type, n_kv, c.head_dim, bt, n_tokens, 1000 + static_cast<uint32_t>(c.head_dim));
+  const auto q = random_vec(static_cast<size_t>(c.n_q * n_head * c.head_dim), 7, c.q_scale);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  const auto want = run_reference(cache, q, n_head, c.n_q, c.pos0, scale);
+  LevelGuard guard;
+  for (SimdLevel l : levels()) {
+    set_simd_level(l);
+    const auto got = run_fused(cache, q, n_head, c.n_q, c.pos0, scale, pool);
+    const std::string what = std::string(type_name(c.type)) + " " + simd_level_name(l) +
+                             " hd=" + std::to_string(c.head_dim) +
+                             " gqa=" + std::to_string(c.ratio) + " n_q=" + std::to_string(c.n_q) +
+                             " pos0=" + std::to_string(c.pos0) + " bt=" + std::to_string(bt);
+    const double w = check_close(got, want, c.head_dim, what);
+    if (getenv("ATTN_VERBOSE")) printf("%s worst %.3g\n", what.c_str(), w);
+  }
+}
+
+TEST(Attention, HeadBytes) {
+  KvLayout l;
+  l.n_kv_head = 4;
+  l.head_dim = 128;
+  l.block_tokens = 16;
+  l.type = TensorType::F32;
+  EXPECT_EQ(l.head_bytes(), 512u);
+  l.type = TensorType::F16;
+  EXPECT_EQ(l.head_bytes(), 256u);
+  l.type = TensorType::Q8_0;
+  EXPECT_EQ(l.head_bytes(), 4u * 34u);
+  EXPECT_EQ(l.token_bytes(), 4u * 4u * 34u);
+  EXPECT_EQ(l.block_bytes(), 16u * 4u * 4u * 34u);
+}
+
+TEST(Attention, EncodeRoundTrip) {
+  for (TensorType t : {TensorType::F32, TensorType::F16, TensorType::Q8_0}) {
+    KvLayout l;
+    l.type = t;
+    l.n_kv_head = 3;
+    l.head_dim = 64;
+    l.block_tokens = 1;
+    const auto x = random_vec(3 * 64, 5);
+    std::vector<uint8_t> enc(l.token_bytes());
+    kv_encode_token(l, x.data(), enc.data());
+    std::vector<float> back(x.size());
+    for (int h = 0; h < 3; ++h)
+      dequantize_row(t, enc.data() + static_cast<size_t>(h) * l.head_bytes(), back.data() + h * 64,
+                     64);
+    const double tol = t == TensorType::F32 ? 0 : t == TensorType::F16 ? 2e-3 : 2e-2;
+    for (size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(back[i], x[i], tol * 4) << i;
+    // Deterministic.
+    std::vector<uint8_t> enc2(l.token_bytes());
+    kv_encode_token(l, x.data(), enc2.data());
+    EXPECT_EQ(enc, enc2);
+  }
+}
+
+TEST(Attention, MatchesReferenceAcrossHeadDimsAndGqa) {
+  ThreadPool pool(2);
+  for (TensorType t : {TensorType::F32, TensorType::F16, TensorType::Q8_0})
+    for (int64_t hd : {8, 16, 32, 64, 128}) {
+      if (t == TensorType::Q8_0 && hd % 32) continue;
+      for (int64_t ratio : {1, 2, 4, 8}) check_case({t, hd, ratio, 7, 100, 16}, pool);
+    }
+}
+
+TEST(Attention, MatchesReferenceAcrossPositionsAndBlocks) {
+  ThreadPool pool(2);
+  int i = 0;
+  const int64_t bts[] = {16, 32, 64, 0};
+  for (TensorType t : {TensorType::F32, TensorType::F16, TensorType::Q8_0})
+    for (int64_t n_q : {1, 7, 64})
+      for (int64_t pos0 : {0, 100, 1000}) check_case({t, 64, 2, n_q, pos0, bts[i++ % 4]}, pool);
+}
+
+TEST(Attention, MatchesReferenceHeadDim128LongPrefix) {
+  ThreadPool pool(2);
+  for (TensorType t : {TensorType::F32, TensorType::F16, TensorType::Q8_0}) {
+    check_case({t, 128, 2, 64, 1000, 64}, pool);
+    check_case({t, 128, 8, 1, 1000, 0}, pool);
+  }
+}
+
+TEST(Attention, PeakedSoftmax) {
+  // Large scores: the online rescaling must keep the result exact to float precision.
+  ThreadPool pool(2);
+  for (TensorType t : {TensorType::F32, TensorType::F16, TensorType::Q8_0})
+    check_case({t, 64, 4, 7, 300, 32, 6.0f}, pool);
+}
+
+// The rows of a 64-query chunk equal each query run alone, chunks of 7, any thread count and
+// any block size: bit for bit.
+TEST(Attention, BatchInvariance) {
+  const int64_t hd = 64, n_kv = 2, n_head = 8, pos0 = 100, n_q = 64;
+  const int64_t n_tokens = pos0 + n_q;
+  const float scale = 0.1f;  // not a power of two: scaling must not be exact
+  const auto q = random_vec(static_cast<size_t>(n_q * n_head * hd), 11);
+  const size_t row = static_cast<size_t>(n_head * hd);
+  ThreadPool pool1(1), pool2(2), pool3(3);
+  LevelGuard guard;
+  for (TensorType t : {TensorType::F32, TensorType::F16, TensorType::Q8_0}) {
+    Cache cache(t, n_kv, hd, 32, n_tokens, 77);
+    Cache cache16(t, n_kv, hd, 16, n_tokens, 77), cache_big(t, n_kv, hd, n_tokens, n_tokens, 77);
+    for (SimdLevel l : levels()) {
+      set_simd_level(l);
+      SCOPED_TRACE(std::string(type_name(t)) + " " + simd_level_name(l));
+      const auto full = run_fused(cache, q, n_head, n_q, pos0, scale, pool2);
+      // Alone.
+      for (int64_t r = 0; r < n_q; ++r) {
+        const std::vector<float> qr(q.begin() + static_cast<ptrdiff_t>(r * row),
+                                    q.begin() + static_cast<ptrdiff_t>((r + 1) * row));
+        const auto one = run_fused(cache, qr, n_head, 1, pos0 + r, scale, pool2);
+        ASSERT_EQ(std::memcmp(one.data(), full.data() + r * row, row * 4), 0) << "row " << r;
+      }
+      // Chunks of 7.
+      for (int64_t r0 = 0; r0 < n_q; r0 += 7) {
+        const int64_t n = std::min<int64_t>(7, n_q - r0);
+        const std::vector<float> qc(q.begin() + static_cast<ptrdiff_t>(r0 * row),
+                                    q.begin() + static_cast<ptrdiff_t>((r0 + n) * row));
+        const auto part = run_fused(cache, qc, n_head, n, pos0 + r0, scale, pool2);
+        ASSERT_EQ(std::memcmp(part.data(), full.data() + r0 * row, part.size() * 4), 0)
+            << "chunk at " << r0;
+      }
+      // Threads.
+      for (ThreadPool* p : {&pool1, &pool3}) {
+        const auto other = run_fused(cache, q, n_head, n_q, pos0, scale, *p);
+        ASSERT_EQ(std::memcmp(other.data(), full.data(), full.size() * 4), 0) << p->size();
+      }
+      // Block sizes (paged vs contiguous).
+      for (const Cache* c : {&cache16, &cache_big}) {
+        const auto other = run_fused(*c, q, n_head, n_q, pos0, scale, pool2);
+        ASSERT_EQ(std::memcmp(other.data(), full.data(), full.size() * 4), 0)
+            << c->layout.block_tokens;
+      }
+    }
+  }
+}
+
+TEST(Attention, ScalarAndAvx2Agree) {
+  LevelGuard guard;
+  if (levels().size() < 2) GTEST_SKIP() << "no AVX2";
+  ThreadPool pool(2);
+  for (TensorType t : {TensorType::F32, TensorType::F16, TensorType::Q8_0}) {
+    Cache cache(t, 2, 128, 32, 300, 3);
+    const auto q = random_vec(static_cast<size_t>(20 * 4 * 128), 4);
+    set_simd_level(SimdLevel::Scalar);
+    const auto a = run_fused(cache, q, 4, 20, 280, 0.09f, pool);
+    set_simd_level(SimdLevel::Avx2);
+    const auto b = run_fused(cache, q, 4, 20, 280, 0.09f, pool);
+    check_close(b, a, 128, std::string("scalar vs avx2 ") + std::string(type_name(t)));
+  }
+}
+
+TEST(Attention, RejectsBadArguments) {
+  ThreadPool pool(1);
+  Cache cache(TensorType::F16, 2, 64, 16, 10, 1);
+  std::vector<float> q(3 * 64 * 4), out(q.size());
+  AttentionArgs a;
+  a.q = q.data();
+  a.out = out.data();
+  a.n_head = 4;
+  a.n_q = 3;
+  a.pos0 = 8;  // 8 + 3 > 10 cached tokens
+  EXPECT_ANY_THROW(attention(a, cache.view, pool));
+  EXPECT_ANY_THROW(attention_reference(a, cache.view));
+  a.pos0 = 0;
+  a.n_head = 3;  // not a multiple of 2 KV heads
+  EXPECT_ANY_THROW(attention(a, cache.view, pool));
+  a.n_head = 4;
+  EXPECT_NO_THROW(attention(a, cache.view, pool));
+  a.n_q = 0;
+  EXPECT_NO_THROW(attention(a, cache.view, pool));
+}
+
+}  // namespace
+}  // namespace hearth::ops
