@@ -1,0 +1,714 @@
+// AVX2 matmul kernels (compiled with -mavx2 -mfma -mf16c; called only at SimdLevel::Avx2).
+//
+// Quantized weights × 8-bit activations use integer dot products: vpmaddubsw (u8 × s8 pairs
+// into int16) and vpmaddwd (int16 pairs into int32), so every block's dot product is exact and
+// left as eight int32 lane partials, which are converted to float and accumulated per lane with
+// FMA. F32/F16/BF16 weights are widened to f32 and FMA'd with f32 activations.
+//
+// Register tiles: a tile computes R weight rows × T tokens, loading/unpacking each weight block
+// once per tile and each activation block once per tile. Every (row, token) pair performs the
+// very same instruction sequence on the same lanes whatever R, T, n_tok or the row split are, so
+// results are batch invariant by construction: the tile shape only changes what is shared.
+//
+// The kernels read the GGUF block layout as mapped from the file (no repacking, no copies).
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "ops/matmul_kernels.h"
+#include "quant/blocks.h"
+
+namespace hearth::ops::mm {
+namespace {
+
+#define MM_INLINE inline __attribute__((always_inline))
+
+// ---------------------------------------------------------------------------------------------
+// Small helpers
+
+MM_INLINE __m256i loadu256(const void* p) {
+  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
+}
+MM_INLINE __m128i loadu128(const void* p) {
+  return _mm_loadu_si128(static_cast<const __m128i*>(p));
+}
+MM_INLINE uint16_t ld16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+MM_INLINE uint32_t ld32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+MM_INLINE float h2f(uint16_t h) {
+  return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h)));
+}
+
+// ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)): the one reduction order used everywhere.
+MM_INLINE float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+MM_INLINE int32_t hsum_i32(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+  return _mm_cvtsi128_si32(s);
+}
+
+MM_INLINE __m256i ones16() {
+  return _mm256_set1_epi16(1);
+}
+
+// Byte i of the result is 0xFF where bit i of x is set (i < 32).
+MM_INLINE __m256i bits_to_bytes(uint32_t x) {
+  const __m256i shuf =
+      _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303);
+  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ULL));
+  const __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(x)), shuf);
+  return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
+}
+
+// Broadcasts the f16 scale at offset `off` of R blocks into R vectors (exact conversions).
+template <int R>
+MM_INLINE void load_scales(const uint8_t* const* blk, size_t off, __m256* out) {
+  if constexpr (R == 1) {
+    out[0] = _mm256_set1_ps(h2f(ld16(blk[0] + off)));
+  } else {
+    static_assert(R % 2 == 0 && R <= 8);
+#pragma GCC unroll 8
+    for (int g = 0; g < R; g += 4) {
+      const int n = std::min(4, R - g);
+      uint64_t bits = 0;
+      for (int k = 0; k < n; ++k) bits |= static_cast<uint64_t>(ld16(blk[g + k] + off)) << (16 * k);
+      const __m256 f =
+          _mm256_castps128_ps256(_mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<int64_t>(bits))));
+      for (int k = 0; k < n; ++k) out[g + k] = _mm256_permutevar8x32_ps(f, _mm256_set1_epi32(k));
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kernel context and the generic row/token tiling driver
+
+struct Ctx {
+  const MatrixView& w;
+  const Acts& x;
+  float* y;
+  int64_t ys;  // y row stride (floats per token)
+};
+
+// Tokens [t, t1) of rows [r, r + R) in tiles of T, then the remainder with smaller tiles.
+template <class K, int R, int T>
+MM_INLINE void token_tiles(const Ctx& c, int64_t r, int64_t t, int64_t t1) {
+  for (; t + T <= t1; t += T) K::template tile<R, T>(c, r, t);
+  if constexpr (T > 1) token_tiles<K, R, T - 1>(c, r, t, t1);
+}
+
+// K: kRD rows per decode tile, kRP × kTP rows × tokens per prefill tile, tile<R, T>().
+template <class K>
+void drive(const Ctx& c, int64_t r0, int64_t r1) {
+  const int64_t n_tok = c.x.n_tok;
+  if (n_tok < K::kTP) {
+    // Few tokens: a row tile stays in L1 while the tokens pass over it.
+    int64_t r = r0;
+    for (; r + K::kRD <= r1; r += K::kRD)
+      for (int64_t t = 0; t < n_tok; ++t) K::template tile<K::kRD, 1>(c, r, t);
+    for (; r < r1; ++r)
+      for (int64_t t = 0; t < n_tok; ++t) K::template tile<1, 1>(c, r, t);
+    return;
+  }
+  // Prefill: token blocks whose activations fit in L2 beside the chunk's weights; within a
+  // block, register tiles of kRP rows × kTP tokens.
+  int64_t tb = static_cast<int64_t>((192 * 1024) / std::max<size_t>(1, c.x.lay.stride));
+  tb = std::max<int64_t>(K::kTP, tb / K::kTP * K::kTP);
+  for (int64_t t0 = 0; t0 < n_tok; t0 += tb) {
+    const int64_t t1 = std::min(n_tok, t0 + tb);
+    int64_t r = r0;
+    for (; r + K::kRP <= r1; r += K::kRP) token_tiles<K, K::kRP, K::kTP>(c, r, t0, t1);
+    for (; r < r1; ++r) token_tiles<K, 1, K::kTP>(c, r, t0, t1);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 32-element block formats × Q8_0 activations
+
+// Q8_0: |w| (u8) × sign(a, w) (s8) — |w| <= 128 and |a| <= 127 cannot saturate int16 pairs.
+struct WQ8_0 {
+  static constexpr size_t kBytes = sizeof(BlockQ8_0);
+  static constexpr bool kMin = false;
+  struct W {
+    __m256i aw, w;
+  };
+  struct A {
+    __m256i a;
+  };
+  static MM_INLINE W load(const uint8_t* b) {
+    const __m256i w = loadu256(b + 2);
+    return {_mm256_abs_epi8(w), w};
+  }
+  static MM_INLINE A act(const int8_t* a) { return {loadu256(a)}; }
+  static MM_INLINE __m256i dot(const W& w, const A& a) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(w.aw, _mm256_sign_epi8(a.a, w.w)), ones16());
+  }
+};
+
+// Unsigned levels q (u8) × a (s8) minus offset·Σa per int16 pair: (q − off)·a exactly.
+template <int kOff>
+struct OffsetAct {
+  __m256i a, c;
+  static MM_INLINE OffsetAct make(const int8_t* p) {
+    const __m256i a = loadu256(p);
+    return {a, _mm256_maddubs_epi16(_mm256_set1_epi8(kOff), a)};
+  }
+};
+
+// Unsigned levels with a per-block min: the dot plus the activation lane sums (as float).
+struct MinAct {
+  __m256i a;
+  __m256 sf;
+  static MM_INLINE MinAct make(const int8_t* p) {
+    const __m256i a = loadu256(p);
+    const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), a), ones16());
+    return {a, _mm256_cvtepi32_ps(s)};
+  }
+};
+
+struct UnsignedW {
+  __m256i q;
+};
+
+MM_INLINE __m256i nibbles(const uint8_t* qs) {
+  const __m128i x = loadu128(qs);
+  return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(x, 4), x), _mm256_set1_epi8(0x0F));
+}
+
+MM_INLINE __m256i nibbles5(const uint8_t* qs, const uint8_t* qh) {
+  const __m256i hb = _mm256_and_si256(bits_to_bytes(ld32(qh)), _mm256_set1_epi8(0x10));
+  return _mm256_or_si256(nibbles(qs), hb);
+}
+
+struct WQ4_0 {
+  static constexpr size_t kBytes = sizeof(BlockQ4_0);
+  static constexpr bool kMin = false;
+  using W = UnsignedW;
+  using A = OffsetAct<8>;
+  static MM_INLINE W load(const uint8_t* b) { return {nibbles(b + 2)}; }
+  static MM_INLINE A act(const int8_t* a) { return A::make(a); }
+  static MM_INLINE __m256i dot(const W& w, const A& a) {
+    return _mm256_madd_epi16(_mm256_sub_epi16(_mm256_maddubs_epi16(w.q, a.a), a.c), ones16());
+  }
+};
+
+struct WQ5_0 {
+  static constexpr size_t kBytes = sizeof(BlockQ5_0);
+  static constexpr bool kMin = false;
+  using W = UnsignedW;
+  using A = OffsetAct<16>;
+  static MM_INLINE W load(const uint8_t* b) {
+    return {nibbles5(b + offsetof(BlockQ5_0, qs), b + offsetof(BlockQ5_0, qh))};
+  }
+  static MM_INLINE A act(const int8_t* a) { return A::make(a); }
+  static MM_INLINE __m256i dot(const W& w, const A& a) {
+    return _mm256_madd_epi16(_mm256_sub_epi16(_mm256_maddubs_epi16(w.q, a.a), a.c), ones16());
+  }
+};
+
+struct WQ4_1 {
+  static constexpr size_t kBytes = sizeof(BlockQ4_1);
+  static constexpr bool kMin = true;
+  using W = UnsignedW;
+  using A = MinAct;
+  static MM_INLINE W load(const uint8_t* b) { return {nibbles(b + 4)}; }
+  static MM_INLINE A act(const int8_t* a) { return A::make(a); }
+  static MM_INLINE __m256i dot(const W& w, const A& a) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(w.q, a.a), ones16());
+  }
+};
+
+struct WQ5_1 {
+  static constexpr size_t kBytes = sizeof(BlockQ5_1);
+  static constexpr bool kMin = true;
+  using W = UnsignedW;
+  using A = MinAct;
+  static MM_INLINE W load(const uint8_t* b) {
+    return {nibbles5(b + offsetof(BlockQ5_1, qs), b + offsetof(BlockQ5_1, qh))};
+  }
+  static MM_INLINE A act(const int8_t* a) { return A::make(a); }
+  static MM_INLINE __m256i dot(const W& w, const A& a) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(w.q, a.a), ones16());
+  }
+};
+
+// Per (row, token): acc += float(I_b lanes) · (dw·da) [+ float(S_b lanes) · (mw·da)].
+template <class WT>
+struct KLegacy {
+  static constexpr int kRD = 4, kRP = 2, kTP = 4;
+
+  template <int R, int T>
+  static void tile(const Ctx& c, int64_t r, int64_t t0) {
+    const int64_t nb = c.w.n_cols / 32;
+    const uint8_t* wr[R];
+    for (int i = 0; i < R; ++i) wr[i] = c.w.row(r + i);
+    const int8_t* aq[T];
+    const float* ad[T];
+    for (int j = 0; j < T; ++j) {
+      aq[j] = c.x.qs(t0 + j);
+      ad[j] = c.x.d(t0 + j);
+    }
+    __m256 acc[R][T];
+    for (int i = 0; i < R; ++i)
+      for (int j = 0; j < T; ++j) acc[i][j] = _mm256_setzero_ps();
+
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* blk[R];
+      for (int i = 0; i < R; ++i) blk[i] = wr[i] + b * WT::kBytes;
+      __m256 dw[R];
+      load_scales<R>(blk, 0, dw);
+      [[maybe_unused]] __m256 mw[R];
+      if constexpr (WT::kMin) load_scales<R>(blk, 2, mw);
+      typename WT::W wv[R];
+#pragma GCC unroll 8
+      for (int i = 0; i < R; ++i) wv[i] = WT::load(blk[i]);
+#pragma GCC unroll 8
+      for (int j = 0; j < T; ++j) {
+        const typename WT::A av = WT::act(aq[j] + 32 * b);
+        const __m256 da = _mm256_broadcast_ss(ad[j] + b);
+#pragma GCC unroll 8
+        for (int i = 0; i < R; ++i) {
+          const __m256 prod = _mm256_cvtepi32_ps(WT::dot(wv[i], av));
+          acc[i][j] = _mm256_fmadd_ps(prod, _mm256_mul_ps(dw[i], da), acc[i][j]);
+          if constexpr (WT::kMin)
+            acc[i][j] = _mm256_fmadd_ps(av.sf, _mm256_mul_ps(mw[i], da), acc[i][j]);
+        }
+      }
+    }
+    for (int i = 0; i < R; ++i)
+      for (int j = 0; j < T; ++j) c.y[(t0 + j) * c.ys + r + i] = hsum(acc[i][j]);
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// K-quants × Q8_K activations: one weight row per tile, its super-block unpacked once into
+// registers and applied to T tokens. Sub-block scales enter the integer sum through vpmaddwd.
+
+MM_INLINE __m256i bcast_word(__m256i v, int k) {  // int16 word k of each 128-bit lane
+  return _mm256_shuffle_epi8(v, _mm256_set1_epi16(static_cast<short>(0x0100 + 0x0202 * k)));
+}
+
+template <bool kQ5>
+struct KQ45K {
+  static constexpr size_t kBytes = kQ5 ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K);
+  static constexpr size_t kQsOff = kQ5 ? offsetof(BlockQ5_K, qs) : offsetof(BlockQ4_K, qs);
+  static constexpr int kRD = 1, kRP = 1, kTP = 4;
+
+  template <int R, int T>
+  static void tile(const Ctx& c, int64_t r, int64_t t0) {
+    static_assert(R == 1);
+    const int64_t nsb = c.w.n_cols / 256;
+    const uint8_t* row = c.w.row(r);
+    const int8_t* aq[T];
+    const float* ad[T];
+    const int16_t* bs[T];
+    __m256 acc[T];
+    for (int j = 0; j < T; ++j) {
+      aq[j] = c.x.qs(t0 + j);
+      ad[j] = c.x.d(t0 + j);
+      bs[j] = c.x.sums(t0 + j);
+      acc[j] = _mm256_setzero_ps();
+    }
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    for (int64_t s = 0; s < nsb; ++s) {
+      const uint8_t* blk = row + s * kBytes;
+      // 6-bit scales and mins: sc0-3 / m0-3 in the low bits of bytes 0-3 / 4-7; sc4-7 / m4-7
+      // from the nibbles of bytes 8-11 plus the top two bits of bytes 0-3 / 4-7.
+      const uint32_t u0 = ld32(blk + 4), u1 = ld32(blk + 8), u2 = ld32(blk + 12);
+      const uint32_t sc_lo = u0 & 0x3f3f3f3fu, mn_lo = u1 & 0x3f3f3f3fu;
+      const uint32_t sc_hi = (u2 & 0x0f0f0f0fu) | ((u0 >> 2) & 0x30303030u);
+      const uint32_t mn_hi = ((u2 >> 4) & 0x0f0f0f0fu) | ((u1 >> 2) & 0x30303030u);
+      const __m256i sm16 =
+          _mm256_cvtepu8_epi16(_mm_set_epi32(static_cast<int>(mn_hi), static_cast<int>(mn_lo),
+                                             static_cast<int>(sc_hi), static_cast<int>(sc_lo)));
+      const __m256i sc = _mm256_permute2x128_si256(sm16, sm16, 0x00);  // sc0..7 | sc0..7
+      const __m128i mn = _mm256_extracti128_si256(sm16, 1);
+      const __m256i mins = _mm256_set_m128i(_mm_unpackhi_epi16(mn, mn), _mm_unpacklo_epi16(mn, mn));
+      const __m256 d = _mm256_set1_ps(h2f(ld16(blk)));
+      const __m256 dmin = _mm256_set1_ps(h2f(ld16(blk + 2)));
+      [[maybe_unused]] __m256i qh;
+      if constexpr (kQ5) qh = loadu256(blk + offsetof(BlockQ5_K, qh));
+
+      __m256i isum[T];
+      for (int j = 0; j < T; ++j) isum[j] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; ++q) {
+        const __m256i raw = loadu256(blk + kQsOff + 32 * q);
+        __m256i lo = _mm256_and_si256(raw, m4);
+        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+        if constexpr (kQ5) {
+          const __m256i b4 = _mm256_set1_epi8(0x10);
+          lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi16(qh, 4), b4));
+          hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_slli_epi16(qh, 3), b4));
+          qh = _mm256_srli_epi16(qh, 2);
+        }
+        const __m256i s_lo = bcast_word(sc, 2 * q), s_hi = bcast_word(sc, 2 * q + 1);
+#pragma GCC unroll 8
+        for (int j = 0; j < T; ++j) {
+          const int8_t* a = aq[j] + 256 * s + 64 * q;
+          const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, loadu256(a)), s_lo);
+          const __m256i p_hi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, loadu256(a + 32)), s_hi);
+          isum[j] = _mm256_add_epi32(isum[j], _mm256_add_epi32(p_lo, p_hi));
+        }
+      }
+#pragma GCC unroll 8
+      for (int j = 0; j < T; ++j) {
+        const __m256i imin = _mm256_madd_epi16(loadu256(bs[j] + 16 * s), mins);
+        const __m256 da = _mm256_broadcast_ss(ad[j] + s);
+        acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[j]), _mm256_mul_ps(d, da), acc[j]);
+        acc[j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(imin), _mm256_mul_ps(dmin, da), acc[j]);
+      }
+    }
+    for (int j = 0; j < T; ++j) c.y[(t0 + j) * c.ys + r] = hsum(acc[j]);
+  }
+};
+
+struct KQ6K {
+  static constexpr int kRD = 1, kRP = 1, kTP = 4;
+
+  template <int R, int T>
+  static void tile(const Ctx& c, int64_t r, int64_t t0) {
+    static_assert(R == 1);
+    const int64_t nsb = c.w.n_cols / 256;
+    const uint8_t* row = c.w.row(r);
+    const int8_t* aq[T];
+    const float* ad[T];
+    const int16_t* bs[T];
+    __m256 acc[T];
+    for (int j = 0; j < T; ++j) {
+      aq[j] = c.x.qs(t0 + j);
+      ad[j] = c.x.d(t0 + j);
+      bs[j] = c.x.sums(t0 + j);
+      acc[j] = _mm256_setzero_ps();
+    }
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
+    for (int64_t s = 0; s < nsb; ++s) {
+      const uint8_t* blk = row + s * sizeof(BlockQ6_K);
+      const __m256i sc16 = _mm256_cvtepi8_epi16(loadu128(blk + offsetof(BlockQ6_K, scales)));
+      const __m256 d = _mm256_set1_ps(h2f(ld16(blk + offsetof(BlockQ6_K, d))));
+      __m256i isum[T];
+      for (int j = 0; j < T; ++j) isum[j] = _mm256_setzero_si256();
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) {
+        const uint8_t* ql = blk + 64 * h;
+        const __m256i l0 = loadu256(ql), l1 = loadu256(ql + 32);
+        const __m256i hb = loadu256(blk + offsetof(BlockQ6_K, qh) + 32 * h);
+        // Scales s_{8h} .. s_{8h+7} in both lanes.
+        const __m256i sc = h == 0 ? _mm256_permute2x128_si256(sc16, sc16, 0x00)
+                                  : _mm256_permute2x128_si256(sc16, sc16, 0x11);
+        __m256i v[4];
+        v[0] = _mm256_or_si256(_mm256_and_si256(l0, m4),
+                               _mm256_and_si256(_mm256_slli_epi16(hb, 4), m30));
+        v[1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
+                               _mm256_and_si256(_mm256_slli_epi16(hb, 2), m30));
+        v[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                               _mm256_and_si256(hb, m30));
+        v[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                               _mm256_and_si256(_mm256_srli_epi16(hb, 2), m30));
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) {
+          // 32 elements = groups 8h+2k (low lane) and 8h+2k+1 (high lane).
+          const __m256i sv = _mm256_shuffle_epi8(
+              sc, _mm256_setr_epi8(static_cast<char>(4 * k), static_cast<char>(4 * k + 1),
+                                   static_cast<char>(4 * k), static_cast<char>(4 * k + 1),
+                                   static_cast<char>(4 * k), static_cast<char>(4 * k + 1),
+                                   static_cast<char>(4 * k), static_cast<char>(4 * k + 1),
+                                   static_cast<char>(4 * k), static_cast<char>(4 * k + 1),
+                                   static_cast<char>(4 * k), static_cast<char>(4 * k + 1),
+                                   static_cast<char>(4 * k), static_cast<char>(4 * k + 1),
+                                   static_cast<char>(4 * k), static_cast<char>(4 * k + 1),
+                                   static_cast<char>(4 * k + 2), static_cast<char>(4 * k + 3),
+                                   static_cast<char>(4 * k + 2), static_cast<char>(4 * k + 3),
+                                   static_cast<char>(4 * k + 2), static_cast<char>(4 * k + 3),
+                                   static_cast<char>(4 * k + 2), static_cast<char>(4 * k + 3),
+                                   static_cast<char>(4 * k + 2), static_cast<char>(4 * k + 3),
+                                   static_cast<char>(4 * k + 2), static_cast<char>(4 * k + 3),
+                                   static_cast<char>(4 * k + 2), static_cast<char>(4 * k + 3),
+                                   static_cast<char>(4 * k + 2), static_cast<char>(4 * k + 3)));
+#pragma GCC unroll 8
+          for (int j = 0; j < T; ++j) {
+            const int8_t* a = aq[j] + 256 * s + 128 * h + 32 * k;
+            isum[j] = _mm256_add_epi32(
+                isum[j], _mm256_madd_epi16(_mm256_maddubs_epi16(v[k], loadu256(a)), sv));
+          }
+        }
+      }
+#pragma GCC unroll 8
+      for (int j = 0; j < T; ++j) {
+        // q is stored as q + 32: subtract 32 · Σ_k sc_k · bsum_k.
+        const __m256i corr =
+            _mm256_slli_epi32(_mm256_madd_epi16(loadu256(bs[j] + 16 * s), sc16), 5);
+        const __m256 da = _mm256_broadcast_ss(ad[j] + s);
+        acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(isum[j], corr)),
+                                 _mm256_mul_ps(d, da), acc[j]);
+      }
+    }
+    for (int j = 0; j < T; ++j) c.y[(t0 + j) * c.ys + r] = hsum(acc[j]);
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// F32 / F16 / BF16 weights × f32 activations
+
+template <TensorType WT>
+struct KFloat {
+  static constexpr int kRD = 4, kRP = 4, kTP = 2;
+  static constexpr size_t kElem = WT == TensorType::F32 ? 4 : 2;
+
+  static MM_INLINE __m256 load8(const uint8_t* p) {
+    if constexpr (WT == TensorType::F32) {
+      return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
+    } else if constexpr (WT == TensorType::F16) {
+      return _mm256_cvtph_ps(loadu128(p));
+    } else {
+      return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(loadu128(p)), 16));
+    }
+  }
+  static MM_INLINE float load1(const uint8_t* p) {
+    if constexpr (WT == TensorType::F32) {
+      float f;
+      std::memcpy(&f, p, 4);
+      return f;
+    } else if constexpr (WT == TensorType::F16) {
+      return h2f(ld16(p));
+    } else {
+      const uint32_t u = static_cast<uint32_t>(ld16(p)) << 16;
+      float f;
+      std::memcpy(&f, &u, 4);
+      return f;
+    }
+  }
+
+  template <int R, int T>
+  static void tile(const Ctx& c, int64_t r, int64_t t0) {
+    const int64_t n = c.w.n_cols, n8 = n / 8 * 8;
+    const uint8_t* wr[R];
+    for (int i = 0; i < R; ++i) wr[i] = c.w.row(r + i);
+    const float* xr[T];
+    for (int j = 0; j < T; ++j) xr[j] = c.x.f32(t0 + j);
+    __m256 acc[R][T];
+    for (int i = 0; i < R; ++i)
+      for (int j = 0; j < T; ++j) acc[i][j] = _mm256_setzero_ps();
+    for (int64_t k = 0; k < n8; k += 8) {
+      __m256 wv[R];
+#pragma GCC unroll 8
+      for (int i = 0; i < R; ++i) wv[i] = load8(wr[i] + k * kElem);
+#pragma GCC unroll 8
+      for (int j = 0; j < T; ++j) {
+        const __m256 xv = _mm256_loadu_ps(xr[j] + k);
+#pragma GCC unroll 8
+        for (int i = 0; i < R; ++i) acc[i][j] = _mm256_fmadd_ps(wv[i], xv, acc[i][j]);
+      }
+    }
+    for (int i = 0; i < R; ++i)
+      for (int j = 0; j < T; ++j) {
+        float s = hsum(acc[i][j]);
+        for (int64_t k = n8; k < n; ++k) s = std::fma(load1(wr[i] + k * kElem), xr[j][k], s);
+        c.y[(t0 + j) * c.ys + r + i] = s;
+      }
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Activation quantizers (bit-identical to quant/quantize_row's Q8_0 and Q8_K)
+
+MM_INLINE __m256 abs_ps(__m256 v) {
+  return _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)));
+}
+
+MM_INLINE float hmax(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_movehdup_ps(m));
+  return _mm_cvtss_f32(m);
+}
+
+// quant_int(v * id, -127, 127) for 8 values: NaN clamps to -127 (vmaxps returns its second
+// operand for NaN), the rest round half to even.
+MM_INLINE __m256i quant8(__m256 v, __m256 id) {
+  __m256 q = _mm256_mul_ps(v, id);
+  q = _mm256_max_ps(q, _mm256_set1_ps(-127.0f));
+  q = _mm256_min_ps(q, _mm256_set1_ps(127.0f));
+  return _mm256_cvtps_epi32(q);
+}
+
+// 32 int32 (4 vectors) -> 32 int8 in order.
+MM_INLINE __m256i pack32(__m256i i0, __m256i i1, __m256i i2, __m256i i3) {
+  const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
+  return _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+// quant's scale_to_f16_up for d >= 0: round to nearest f16, then one step up if that lost
+// magnitude (saturating at the largest finite f16).
+MM_INLINE uint16_t scale_to_f16_up(float d) {
+  if (d == 0.0f) return 0;
+  const float c = std::min(d, 65504.0f);
+  auto h = static_cast<uint16_t>(
+      _mm_extract_epi16(_mm_cvtps_ph(_mm_set_ss(c), _MM_FROUND_TO_NEAREST_INT), 0));
+  if (h2f(h) < d && (h & 0x7fff) < 0x7bff) ++h;
+  return h;
+}
+
+void quantize_q8_0_row(const float* x, int64_t n, int8_t* qs, float* d, int16_t* sums) {
+  for (int64_t b = 0; b < n / 32; ++b) {
+    const float* p = x + 32 * b;
+    const __m256 v0 = _mm256_loadu_ps(p), v1 = _mm256_loadu_ps(p + 8), v2 = _mm256_loadu_ps(p + 16),
+                 v3 = _mm256_loadu_ps(p + 24);
+    __m256 m = _mm256_max_ps(abs_ps(v0), _mm256_setzero_ps());
+    m = _mm256_max_ps(abs_ps(v1), m);
+    m = _mm256_max_ps(abs_ps(v2), m);
+    m = _mm256_max_ps(abs_ps(v3), m);
+    const float amax = hmax(m);
+    const float dq = h2f(scale_to_f16_up(amax / 127.0f));
+    const __m256 id = _mm256_set1_ps(dq != 0.0f ? 1.0f / dq : 0.0f);
+    const __m256i i0 = quant8(v0, id), i1 = quant8(v1, id), i2 = quant8(v2, id),
+                  i3 = quant8(v3, id);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + 32 * b), pack32(i0, i1, i2, i3));
+    d[b] = dq;
+    sums[b] = static_cast<int16_t>(
+        hsum_i32(_mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3))));
+  }
+}
+
+void quantize_q8_k_row(const float* x, int64_t n, int8_t* qs, float* d, int16_t* bsums) {
+  for (int64_t b = 0; b < n / 256; ++b) {
+    const float* p = x + 256 * b;
+    __m256 m = _mm256_setzero_ps();
+    for (int k = 0; k < 32; ++k) m = _mm256_max_ps(abs_ps(_mm256_loadu_ps(p + 8 * k)), m);
+    const float amax = hmax(m);
+    int8_t* q = qs + 256 * b;
+    int16_t* bs = bsums + 16 * b;
+    if (amax == 0.0f) {  // also all-NaN blocks, as the reference
+      std::memset(q, 0, 256);
+      std::memset(bs, 0, 32);
+      d[b] = 0.0f;
+      continue;
+    }
+    // The first element of largest magnitude, sign kept.
+    const __m256 am = _mm256_set1_ps(amax);
+    float mx = 0.0f;
+    for (int k = 0; k < 32; ++k) {
+      const __m256 v = _mm256_loadu_ps(p + 8 * k);
+      const int mask = _mm256_movemask_ps(_mm256_cmp_ps(abs_ps(v), am, _CMP_EQ_OQ));
+      if (mask != 0) {
+        mx = p[8 * k + __builtin_ctz(static_cast<unsigned>(mask))];
+        break;
+      }
+    }
+    const float iscale = -127.0f / mx;
+    const __m256 is = _mm256_set1_ps(iscale);
+    for (int k = 0; k < 8; ++k) {
+      const float* pk = p + 32 * k;
+      const __m256i i0 = quant8(_mm256_loadu_ps(pk), is), i1 = quant8(_mm256_loadu_ps(pk + 8), is),
+                    i2 = quant8(_mm256_loadu_ps(pk + 16), is),
+                    i3 = quant8(_mm256_loadu_ps(pk + 24), is);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 32 * k), pack32(i0, i1, i2, i3));
+      bs[2 * k] = static_cast<int16_t>(hsum_i32(_mm256_add_epi32(i0, i1)));
+      bs[2 * k + 1] = static_cast<int16_t>(hsum_i32(_mm256_add_epi32(i2, i3)));
+    }
+    d[b] = 1.0f / iscale;
+  }
+}
+
+}  // namespace
+
+void quantize_rows_avx2(TensorType act_type, const float* x, int64_t n_tok, int64_t n_cols,
+                        uint8_t* out, const ActLayout& lay) {
+  for (int64_t t = 0; t < n_tok; ++t) {
+    const float* src = x + t * n_cols;
+    uint8_t* row = out + static_cast<size_t>(t) * lay.stride;
+    auto* qs = reinterpret_cast<int8_t*>(row);
+    auto* d = reinterpret_cast<float*>(row + lay.d_off);
+    auto* sums = reinterpret_cast<int16_t*>(row + lay.sum_off);
+    size_t used = 0;
+    if (act_type == TensorType::F32) {
+      std::memcpy(row, src, static_cast<size_t>(n_cols) * 4);
+      used = static_cast<size_t>(n_cols) * 4;
+    } else if (act_type == TensorType::Q8_0) {
+      quantize_q8_0_row(src, n_cols, qs, d, sums);
+      used = lay.sum_off + static_cast<size_t>(n_cols / 32) * 2;
+    } else {
+      quantize_q8_k_row(src, n_cols, qs, d, sums);
+      used = lay.sum_off + static_cast<size_t>(n_cols / 16) * 2;
+    }
+    std::memset(row + used, 0, lay.stride - used);
+  }
+}
+
+bool avx2_has_kernel(TensorType w) {
+  switch (w) {
+    case TensorType::F32:
+    case TensorType::F16:
+    case TensorType::BF16:
+    case TensorType::Q8_0:
+    case TensorType::Q4_0:
+    case TensorType::Q4_1:
+    case TensorType::Q5_0:
+    case TensorType::Q5_1:
+    case TensorType::Q4_K:
+    case TensorType::Q5_K:
+    case TensorType::Q6_K:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool rows_avx2(const MatrixView& w, const Acts& x, float* y, int64_t y_stride, int64_t r0,
+               int64_t r1) {
+  const Ctx c{w, x, y, y_stride};
+  switch (w.type) {
+    case TensorType::F32:
+      drive<KFloat<TensorType::F32>>(c, r0, r1);
+      return true;
+    case TensorType::F16:
+      drive<KFloat<TensorType::F16>>(c, r0, r1);
+      return true;
+    case TensorType::BF16:
+      drive<KFloat<TensorType::BF16>>(c, r0, r1);
+      return true;
+    case TensorType::Q8_0:
+      drive<KLegacy<WQ8_0>>(c, r0, r1);
+      return true;
+    case TensorType::Q4_0:
+      drive<KLegacy<WQ4_0>>(c, r0, r1);
+      return true;
+    case TensorType::Q4_1:
+      drive<KLegacy<WQ4_1>>(c, r0, r1);
+      return true;
+    case TensorType::Q5_0:
+      drive<KLegacy<WQ5_0>>(c, r0, r1);
+      return true;
+    case TensorType::Q5_1:
+      drive<KLegacy<WQ5_1>>(c, r0, r1);
+      return true;
+    case TensorType::Q4_K:
+      drive<KQ45K<false>>(c, r0, r1);
+      return true;
+    case TensorType::Q5_K:
+      drive<KQ45K<true>>(c, r0, r1);
+      return true;
+    case TensorType::Q6_K:
+      drive<KQ6K>(c, r0, r1);
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace hearth::ops::mm
