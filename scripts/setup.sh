@@ -7,6 +7,7 @@ packages=(
   cmake ninja-build g++ pkg-config           # build
   libfmt-dev nlohmann-json3-dev libcli11-dev # libraries
   libpcre2-dev                               # Unicode regex (pre-tokenizers)
+  libutf8proc-dev                            # Unicode normalization (WordPiece)
   googletest libgtest-dev libgmock-dev       # unit tests
   clang libclang-rt-14-dev                   # libFuzzer target
 )

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "tokenizer/byte_level.h"
 #include "tokenizer/utf8.h"
 #include "util/error.h"
 
@@ -26,8 +27,8 @@ void append_unescaped(std::string_view text, std::string& out) {
 
 void append_piece(const Vocab& vocab, TokenId id, bool render_special, std::string& out) {
   const uint32_t attr = vocab.attr(id);  // throws for an invalid id
-  if (vocab.type() == VocabType::Bpe || vocab.type() == VocabType::Rwkv) {
-    fail("detokenization for tokenizer model '{}' is not supported yet", vocab.model());
+  if (vocab.type() == VocabType::Rwkv || vocab.type() == VocabType::Ugm) {
+    fail("detokenization for tokenizer model '{}' is not supported", vocab.model());
   }
   constexpr uint32_t kSpecial = kAttrUnknown | kAttrControl;
   if (attr & kSpecial) {
@@ -37,7 +38,11 @@ void append_piece(const Vocab& vocab, TokenId id, bool render_special, std::stri
   if (attr & kAttrUserDefined) {
     out += vocab.text(id);
   } else if (attr & kAttrNormal) {
-    append_unescaped(vocab.text(id), out);
+    if (vocab.type() == VocabType::Bpe) {
+      byte_level_decode_append(vocab.text(id), out);
+    } else {
+      append_unescaped(vocab.text(id), out);
+    }
   } else if (attr & kAttrByte) {
     out += static_cast<char>(vocab.token_to_byte(id));
   }

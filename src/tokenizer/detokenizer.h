@@ -23,8 +23,9 @@ struct DecodeOptions {
   bool strip_space_prefix = false;
 };
 
-// The bytes one token stands for (SPM rules):
-//  - NORMAL: its text with U+2581 turned into spaces;
+// The bytes one token stands for:
+//  - NORMAL: SPM and WordPiece: its text with U+2581 turned into spaces; byte-level BPE: the
+//    bytes its byte-level characters stand for (byte_level.h; other characters verbatim);
 //  - BYTE (<0xAB>): that single raw byte, which may be part of a multi-byte character;
 //  - USER_DEFINED: its text, verbatim;
 //  - CONTROL, UNKNOWN: "" unless `render_special` (then the text, verbatim);

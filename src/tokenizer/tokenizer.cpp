@@ -1,6 +1,8 @@
 #include "tokenizer/tokenizer.h"
 
+#include "tokenizer/bpe.h"
 #include "tokenizer/spm.h"
+#include "tokenizer/wpm.h"
 #include "util/error.h"
 
 namespace hearth {
@@ -10,16 +12,25 @@ Tokenizer Tokenizer::from_gguf(const gguf::File& file) {
 }
 
 Tokenizer Tokenizer::from_vocab(Vocab vocab) {
-  switch (vocab.type()) {
+  return from_vocab(std::move(vocab), {});
+}
+
+Tokenizer Tokenizer::from_vocab(Vocab vocab, const BpeModel::Options& bpe_options) {
+  Tokenizer t(std::make_shared<const Vocab>(std::move(vocab)));
+  switch (t.vocab_->type()) {
     case VocabType::Spm:
       break;
     case VocabType::Bpe:
+      t.bpe_ = std::make_shared<const BpeModel>(t.vocab_, bpe_options);
+      break;
     case VocabType::Wpm:
+      t.wpm_ = std::make_shared<const WpmModel>(t.vocab_);
+      break;
     case VocabType::Ugm:
     case VocabType::Rwkv:
-      fail("tokenizer model '{}' is not supported yet", vocab.model());
+      fail("tokenizer model '{}' is not supported", t.vocab_->model());
   }
-  return Tokenizer(std::make_shared<const Vocab>(std::move(vocab)));
+  return t;
 }
 
 std::vector<TokenId> Tokenizer::encode(std::string_view text, bool add_special,
@@ -27,10 +38,14 @@ std::vector<TokenId> Tokenizer::encode(std::string_view text, bool add_special,
   switch (vocab_->type()) {
     case VocabType::Spm:
       return spm_tokenize(*vocab_, text, add_special, parse_special);
+    case VocabType::Bpe:
+      return bpe_->tokenize(text, add_special, parse_special);
+    case VocabType::Wpm:
+      return wpm_->tokenize(text, add_special, parse_special);
     default:
       break;
   }
-  fail("tokenizer model '{}' is not supported yet", vocab_->model());
+  fail("tokenizer model '{}' is not supported", vocab_->model());
 }
 
 std::string Tokenizer::decode(std::span<const TokenId> ids, const DecodeOptions& options) const {

@@ -1,10 +1,11 @@
 // The tokenizer facade: one object per model, dispatching on the vocabulary's model type.
-// Supported now: SPM ("llama"). Byte-level BPE ("gpt2": llama3, qwen...) comes later and slots
-// in beside it (an encoder in bpe.cpp plus its piece rendering); other types are refused at
-// construction with a clear Error.
+// Supported: SPM ("llama", spm.h), byte-level BPE ("gpt2": GPT-2, Llama 3, Qwen, DeepSeek...,
+// bpe.h) and WordPiece ("bert", wpm.h); other types (t5, rwkv) are refused at construction with a
+// clear Error.
 //
-// Thread safety: a Tokenizer is immutable after construction; encode/decode may run
-// concurrently. A StreamingDetokenizer is per sequence.
+// Thread safety: a Tokenizer is immutable after construction (the BPE word cache is internally
+// synchronized); encode/decode may run concurrently from any number of threads. Copies are
+// cheap and share everything. A StreamingDetokenizer is per sequence.
 #pragma once
 
 #include <memory>
@@ -14,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "tokenizer/bpe.h"
 #include "tokenizer/detokenizer.h"
 #include "tokenizer/vocab.h"
 
@@ -23,18 +25,25 @@ namespace gguf {
 class File;
 }
 
+class WpmModel;
+
 class Tokenizer {
  public:
-  // Loads the vocabulary from the file's tokenizer.ggml.* metadata. Throws Error when the
-  // metadata is missing or invalid, or "tokenizer model 'gpt2' is not supported yet".
+  // Loads the vocabulary from the file's tokenizer.ggml.* metadata (any GGUF: a model or a
+  // vocabulary-only file; tensors are not read). Throws Error when the metadata is missing or
+  // invalid, or the model type is not supported ("tokenizer model 't5' is not supported").
   static Tokenizer from_gguf(const gguf::File& file);
   // Wraps an already built vocabulary (unit tests). Same support check.
   static Tokenizer from_vocab(Vocab vocab);
+  static Tokenizer from_vocab(Vocab vocab, const BpeModel::Options& bpe_options);
 
   // Text -> ids, as llama.cpp's llama_tokenize(text, add_special, parse_special):
-  // `add_special` adds BOS/EOS as the vocabulary asks (tokenizer.ggml.add_bos_token...);
-  // `parse_special` turns CONTROL token texts found in the text (e.g. "<s>") into their ids
-  // (USER_DEFINED token texts always are). Any byte string is accepted, valid UTF-8 or not.
+  // `add_special` adds BOS/EOS as the vocabulary asks (tokenizer.ggml.add_bos_token...; for
+  // WordPiece: [CLS] ... [SEP]); `parse_special` turns CONTROL token texts found in the text
+  // (e.g. "<s>", "<|im_start|>") into their ids (USER_DEFINED token texts always are).
+  // Any byte string is accepted, valid UTF-8 or not: SPM keeps ill-formed bytes through byte
+  // fallback, byte-level BPE keeps them as their byte-level characters (both round-trip exactly
+  // through decode), WordPiece (text-only) replaces them by U+FFFD first.
   std::vector<TokenId> encode(std::string_view text, bool add_special = true,
                               bool parse_special = false) const;
 
@@ -51,10 +60,15 @@ class Tokenizer {
   TokenId eos() const { return vocab_->eos(); }
   bool is_eog(TokenId id) const { return vocab_->is_eog(id); }
 
+  // The BPE model (merges, pre-tokenizer, cache); null for other model types.
+  const BpeModel* bpe() const { return bpe_.get(); }
+
  private:
   explicit Tokenizer(std::shared_ptr<const Vocab> vocab) : vocab_(std::move(vocab)) {}
 
   std::shared_ptr<const Vocab> vocab_;  // shared: copies are cheap, the address is stable
+  std::shared_ptr<const BpeModel> bpe_;
+  std::shared_ptr<const WpmModel> wpm_;
 };
 
 }  // namespace hearth

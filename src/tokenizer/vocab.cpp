@@ -5,6 +5,8 @@
 #include <limits>
 
 #include "gguf/reader.h"
+#include "tokenizer/byte_level.h"
+#include "tokenizer/pretokenizer.h"
 #include "util/error.h"
 
 namespace hearth {
@@ -157,14 +159,22 @@ Vocab Vocab::build(VocabData data, const std::string& source) {
 
   // Byte fallback table, as llama.cpp's byte_to_token looks it up: "<0xAB>" (upper-case hex,
   // whatever the token's type), else a token that is the byte itself.
+  // Byte-level BPE: the byte's GPT-2 character.
   for (int b = 0; b < 256; ++b) {
-    TokenId id = v.find(fmt::format("<0x{:02X}>", b));
-    if (id == kNoToken) id = v.find(std::string(1, static_cast<char>(b)));
+    TokenId id = kNoToken;
+    if (v.type_ == VocabType::Bpe) {
+      id = v.find(byte_level_char(static_cast<uint8_t>(b)));
+    } else {
+      id = v.find(fmt::format("<0x{:02X}>", b));
+      if (id == kNoToken) id = v.find(std::string(1, static_cast<char>(b)));
+    }
     v.byte_tokens_[static_cast<size_t>(b)] = id;
   }
+  if (v.type_ == VocabType::Bpe) v.merges_ = std::move(data.merges);
 
   // Special ids: model defaults, overridden by the stored values.
-  TokenId def_bos = kNoToken, def_eos = kNoToken, def_unk = kNoToken;
+  TokenId def_bos = kNoToken, def_eos = kNoToken, def_unk = kNoToken, def_sep = kNoToken;
+  TokenId def_pad = kNoToken;
   bool def_add_bos = false, def_add_space_prefix = false;
   if (v.type_ == VocabType::Spm) {
     def_bos = 1;
@@ -172,6 +182,15 @@ Vocab Vocab::build(VocabData data, const std::string& source) {
     def_unk = 0;
     def_add_bos = true;
     def_add_space_prefix = true;
+  } else if (v.type_ == VocabType::Bpe) {
+    def_add_bos = bpe_pre_info(v.pre_).add_bos;  // Llama 3, Tekken: true
+  } else if (v.type_ == VocabType::Wpm) {
+    // BERT: [CLS] = 101 (added as BOS), [UNK] = 100, [SEP] = 102, [PAD] = 0.
+    def_bos = 101;
+    def_unk = 100;
+    def_sep = 102;
+    def_pad = 0;
+    def_add_bos = true;
   }
   auto resolve = [&](const std::optional<int64_t>& stored, TokenId def, const char* key) {
     if (!stored) return v.valid_id(def) ? def : kNoToken;
@@ -186,8 +205,8 @@ Vocab Vocab::build(VocabData data, const std::string& source) {
   v.bos_ = resolve(data.bos_id, def_bos, "bos_token_id");
   v.eos_ = resolve(data.eos_id, def_eos, "eos_token_id");
   v.unk_ = resolve(data.unk_id, def_unk, "unknown_token_id");
-  v.sep_ = resolve(data.sep_id, kNoToken, "seperator_token_id");
-  v.pad_ = resolve(data.pad_id, kNoToken, "padding_token_id");
+  v.sep_ = resolve(data.sep_id, def_sep, "seperator_token_id");
+  v.pad_ = resolve(data.pad_id, def_pad, "padding_token_id");
   v.eot_ = resolve(data.eot_id, kNoToken, "eot_token_id");
   v.eom_ = resolve(data.eom_id, kNoToken, "eom_token_id");
   v.add_bos_ = data.add_bos.value_or(def_add_bos);
@@ -298,6 +317,13 @@ Vocab Vocab::from_gguf(const gguf::File& file) {
     }
     d.scores.reserve(scores->floats.size());
     for (double s : scores->floats) d.scores.push_back(static_cast<float>(s));
+  }
+  if (const gguf::Value* merges = file.get_array("tokenizer.ggml.merges")) {
+    if (merges->elem_type != gguf::ValueType::STRING) {
+      fail("{}: tokenizer.ggml.merges must be an array of strings, not of {}", src,
+           gguf::value_type_name(merges->elem_type));
+    }
+    d.merges = merges->strings;
   }
   if (const gguf::Value* types = file.get_array("tokenizer.ggml.token_type")) {
     if (!gguf::is_integer_type(types->elem_type)) {

@@ -49,8 +49,8 @@ enum TokenAttr : uint32_t {
 // The tokenization algorithm named by `tokenizer.ggml.model`.
 enum class VocabType {
   Spm,   // "llama": SentencePiece-style BPE over scores, byte fallback
-  Bpe,   // "gpt2": byte-level BPE with merges (not implemented yet)
-  Wpm,   // "bert": WordPiece (not implemented)
+  Bpe,   // "gpt2": byte-level BPE with merges (bpe.h)
+  Wpm,   // "bert": WordPiece (wpm.h)
   Ugm,   // "t5": SentencePiece unigram (not implemented)
   Rwkv,  // "rwkv" (not implemented)
 };
@@ -62,8 +62,9 @@ struct VocabData {
   std::string pre;              // tokenizer.ggml.pre (informational for SPM)
   std::string name;             // general.name (llama.cpp keys a few attribute fix-ups on it)
   std::vector<std::string> tokens;
-  std::vector<float> scores;   // empty: all 0
-  std::vector<int32_t> types;  // TokenType values; empty: all Normal
+  std::vector<float> scores;        // empty: all 0
+  std::vector<int32_t> types;       // TokenType values; empty: all Normal
+  std::vector<std::string> merges;  // tokenizer.ggml.merges ("left right"), BPE only
 
   // Special token ids as stored: nullopt = key absent (the model default applies); a negative
   // value or 4294967295 (u32 -1) = explicitly none; anything else must be a valid id.
@@ -73,7 +74,8 @@ struct VocabData {
 
 class Vocab {
  public:
-  // Reads tokenizer.ggml.{model,pre,tokens,scores,token_type,*_token_id,add_*} and general.name.
+  // Reads tokenizer.ggml.{model,pre,tokens,scores,token_type,merges,*_token_id,add_*} and
+  // general.name.
   // Throws Error (naming the file and key) when a key is missing, mistyped or inconsistent.
   static Vocab from_gguf(const gguf::File& file);
   // Validates `data` and builds the lookup tables. Throws Error on inconsistent input:
@@ -109,8 +111,9 @@ class Vocab {
 
   // Text -> id (exact match over all tokens, any type); kNoToken when absent.
   TokenId find(std::string_view text) const;
-  // The token for a raw byte: `<0xAB>`, else a token whose text is that single byte;
-  // kNoToken when the vocabulary has neither.
+  // The token for a raw byte: `<0xAB>`, else a token whose text is that single byte (for
+  // byte-level BPE: the byte's GPT-2 byte-level character, see byte_level.h); kNoToken when
+  // the vocabulary has neither.
   TokenId byte_to_token(uint8_t byte) const { return byte_tokens_[byte]; }
   // The byte a BYTE token stands for; -1 for other tokens.
   int token_to_byte(TokenId id) const;
@@ -127,6 +130,9 @@ class Vocab {
   bool add_bos() const { return add_bos_; }
   bool add_eos() const { return add_eos_; }
   bool add_space_prefix() const { return add_space_prefix_; }
+
+  // BPE merges as stored ("left right", rank = index); empty for other model types.
+  const std::vector<std::string>& merges() const { return merges_; }
 
   // Tokens whose text is matched in the input before tokenization (CONTROL, USER_DEFINED and
   // UNKNOWN tokens), longest text first, ties by id.
@@ -151,6 +157,7 @@ class Vocab {
   std::vector<int16_t> byte_of_token_;  // per token: its byte for BYTE tokens, else -1
   std::unordered_map<std::string, TokenId, TextHash, std::equal_to<>> ids_;
   std::array<TokenId, 256> byte_tokens_{};
+  std::vector<std::string> merges_;
   std::vector<TokenId> special_tokens_;
   std::vector<TokenId> eog_ids_;
   size_t max_token_len_ = 0;

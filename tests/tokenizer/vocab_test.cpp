@@ -198,13 +198,33 @@ TEST(Vocab, Phi3Metadata) {
   EXPECT_FALSE(v.attr(32000) & kAttrRStrip);
 }
 
-TEST(Tokenizer, OtherModelTypesAreRefusedClearly) {
+TEST(Tokenizer, Gpt2VocabularyLoadsAsBpe) {
   HEARTH_SHARED_OR_SKIP(path, "tokenizers/ggml-vocab-gpt-2.gguf");
   const gguf::File file = gguf::File::open(path);
-  const Vocab v = Vocab::from_gguf(file);  // the vocabulary itself loads
+  const Vocab v = Vocab::from_gguf(file);
   EXPECT_EQ(v.type(), VocabType::Bpe);
   EXPECT_EQ(v.n_tokens(), 50257u);
-  expect_error([&] { Tokenizer::from_gguf(file); }, "tokenizer model 'gpt2' is not supported yet");
+  EXPECT_EQ(v.merges().size(), 50000u);
+  EXPECT_EQ(v.merges()[0], "\xC4\xA0 t");  // "Ġ t"
+  EXPECT_EQ(v.byte_to_token(' '), v.find("\xC4\xA0"));
+  EXPECT_EQ(v.byte_to_token('a'), v.find("a"));
+  const Tokenizer tok = Tokenizer::from_gguf(file);
+  ASSERT_NE(tok.bpe(), nullptr);
+  EXPECT_EQ(tok.bpe()->n_merges(), 50000u);
+  EXPECT_EQ(tok.bpe()->pre_info().family, "gpt-2");
+}
+
+TEST(Tokenizer, OtherModelTypesAreRefusedClearly) {
+  VocabData d;
+  d.model = "t5";
+  d.tokens = {"<pad>", "</s>", "<unk>", "a"};
+  expect_error([&] { Tokenizer::from_vocab(Vocab::build(d)); },
+               "tokenizer model 't5' is not supported");
+  d.model = "rwkv";
+  expect_error([&] { Tokenizer::from_vocab(Vocab::build(d)); },
+               "tokenizer model 'rwkv' is not supported");
+  d.model = "gpt2";  // BPE needs its merges
+  expect_error([&] { Tokenizer::from_vocab(Vocab::build(d)); }, "tokenizer.ggml.merges is missing");
 }
 
 // A minimal GGUF v3 image with metadata only, for the from_gguf error paths.
