@@ -422,7 +422,10 @@ TEST(SpmRobustness, RandomBytesOnALargeVocabulary) {
 // No quadratic behaviour: 100 KB texts tokenize quickly. (A loose regression guard, not a
 // benchmark: the bound is far above the expected time, also under sanitizers.)
 
-TEST(SpmPerformance, HundredKilobyteTexts) {
+// Long inputs of several shapes round-trip. Speed is measured by the tokenizer benchmark, not
+// here: wall-clock bounds flake on a shared machine (and under ASan); ctest's timeout still
+// catches a quadratic blow-up.
+TEST(SpmLongInputs, HundredKilobyteTextsRoundTrip) {
   HEARTH_SHARED_OR_SKIP(model, "models/stories260K.gguf");
   const Tokenizer& tok = test::load_tokenizer(model);
   std::mt19937 rng(3);
@@ -435,10 +438,7 @@ TEST(SpmPerformance, HundredKilobyteTexts) {
   }
   while (specials.size() < 100000) specials += "<s>x</s>";
   for (const std::string* text : {&story, &no_spaces, &bytes, &specials}) {
-    const auto t0 = std::chrono::steady_clock::now();
     const auto ids = tok.encode(*text, true, true);
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    EXPECT_LT(s, 3.0) << "tokenizing " << text->size() << " bytes took " << s << " s";
     EXPECT_GT(ids.size(), 1000u);
     if (text != &specials) {
       EXPECT_EQ(tok.decode(ids, {.strip_space_prefix = true}), *text);
@@ -448,10 +448,7 @@ TEST(SpmPerformance, HundredKilobyteTexts) {
     const Tokenizer& big =
         test::load_tokenizer(test::shared_path("tokenizers/ggml-vocab-llama-spm.gguf"));
     for (const std::string* text : {&story, &bytes}) {
-      const auto t0 = std::chrono::steady_clock::now();
       const auto ids = big.encode(*text, true, true);
-      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      EXPECT_LT(s, 3.0) << "tokenizing " << text->size() << " bytes took " << s << " s";
       EXPECT_EQ(big.decode(ids, {.strip_space_prefix = true}), *text);
     }
   }
