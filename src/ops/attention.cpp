@@ -27,6 +27,16 @@ void kv_encode_token(const KvLayout& layout, const float* src, uint8_t* dst) {
   quantize_row(layout.type, src, dst, layout.n_kv_head * layout.head_dim);
 }
 
+void kv_store_token(const KvLayout& layout, const float* src, uint8_t* block, int64_t slot) {
+  if (!layout.head_major) {
+    kv_encode_token(layout, src, block + kv_row_offset(layout, slot, 0));
+    return;
+  }
+  for (int64_t h = 0; h < layout.n_kv_head; ++h)
+    quantize_row(layout.type, src + h * layout.head_dim, block + kv_row_offset(layout, slot, h),
+                 layout.head_dim);
+}
+
 namespace {
 
 void validate(const AttentionArgs& a, const KvSeqView& kv) {
@@ -58,10 +68,8 @@ void attention_reference(const AttentionArgs& a, const KvSeqView& kv) {
   validate(a, kv);
   const KvLayout& L = kv.layout;
   const int64_t hd = L.head_dim, group = a.n_head / L.n_kv_head;
-  const size_t hb = L.head_bytes(), tb = L.token_bytes();
   auto row = [&](const uint8_t* const* blocks, int64_t pos, int64_t head) {
-    return blocks[pos / L.block_tokens] + static_cast<size_t>(pos % L.block_tokens) * tb +
-           static_cast<size_t>(head) * hb;
+    return blocks[pos / L.block_tokens] + kv_row_offset(L, pos % L.block_tokens, head);
   };
   std::vector<float> kbuf(static_cast<size_t>(hd)), vbuf(static_cast<size_t>(hd));
   std::vector<double> w, acc(static_cast<size_t>(hd));
@@ -180,15 +188,17 @@ void attention(const AttentionArgs& a, const KvSeqView& kv, ThreadPool& pool) {
   base.kv = &kv;
   base.head_bytes = L.head_bytes();
   base.token_bytes = L.token_bytes();
+  base.head_major = L.head_major;
   base.head_dim = hd;
   base.group = group;
   base.row_stride = a.n_head * hd;
   base.scale = a.scale;
-  // Later query rows attend to more positions: hand out their tasks first.
+  // Tasks go KV head by KV head, so that consecutive tasks on a core reread the same head's
+  // K/V from its cache; within a head, later query rows (more positions) go first.
   pool.parallel_for(n_chunks * L.n_kv_head, [&](int64_t task, int) {
-    const int64_t chunk = n_chunks - 1 - task / L.n_kv_head;
+    const int64_t chunk = n_chunks - 1 - task % n_chunks;
     detail::AttnTask t = base;
-    t.kv_head = task % L.n_kv_head;
+    t.kv_head = task / n_chunks;
     t.n_rows = std::min(R, a.n_q - chunk * R);
     t.pos_first = a.pos0 + chunk * R;
     const int64_t off = chunk * R * t.row_stride + t.kv_head * group * hd;

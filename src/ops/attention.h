@@ -15,14 +15,21 @@ struct KvLayout {
   int64_t n_kv_head = 0;
   int64_t head_dim = 0;
   int64_t block_tokens = 0;  // tokens per block
+  // Order of a block's rows. Token-major (false): token slot s holds its n_kv_head heads back
+  // to back at s * token_bytes(). Head-major (true): head h's rows for the block's tokens are
+  // contiguous, slot s of head h at (h * block_tokens + s) * head_bytes(). Head-major is the
+  // fast one: attention walks one head at a time, and token-major makes that a strided walk
+  // (head_bytes out of every token_bytes) that hardware prefetchers and DRAM pages serve
+  // poorly - decode over a long context reads K/V several times slower. Results are identical.
+  bool head_major = false;
 
-  size_t head_bytes() const;   // one head of one token, encoded
+  size_t head_bytes() const;  // one head of one token, encoded
   size_t token_bytes() const { return head_bytes() * static_cast<size_t>(n_kv_head); }
   size_t block_bytes() const { return token_bytes() * static_cast<size_t>(block_tokens); }
 };
 
-// One sequence's K and V for one layer: block i holds tokens [i*block_tokens, (i+1)*block_tokens),
-// each token n_kv_head encoded heads back to back.
+// One sequence's K and V for one layer: block i holds tokens [i*block_tokens, (i+1)*block_tokens)
+// in the layout's row order.
 struct KvSeqView {
   KvLayout layout;
   const uint8_t* const* k_blocks = nullptr;
@@ -30,8 +37,20 @@ struct KvSeqView {
   int64_t n_tokens = 0;  // valid tokens
 };
 
-// Encodes one token's K or V (n_kv_head * head_dim floats) into `dst` in layout.type.
+// Encodes one token's K or V (n_kv_head * head_dim floats) into `dst` in layout.type, heads back
+// to back (a token-major slot).
 void kv_encode_token(const KvLayout& layout, const float* src, uint8_t* dst);
+
+// Encodes one token's K or V into slot `slot` of `block`, in either row order.
+void kv_store_token(const KvLayout& layout, const float* src, uint8_t* block, int64_t slot);
+
+// Where head `head` of slot `slot` lives in a block (offset in bytes), in either row order.
+inline size_t kv_row_offset(const KvLayout& layout, int64_t slot, int64_t head) {
+  return layout.head_major
+             ? static_cast<size_t>(head * layout.block_tokens + slot) * layout.head_bytes()
+             : static_cast<size_t>(slot) * layout.token_bytes() +
+                   static_cast<size_t>(head) * layout.head_bytes();
+}
 
 struct AttentionArgs {
   const float* q = nullptr;  // [n_q][n_head * head_dim], RoPE applied

@@ -18,8 +18,8 @@
 
 namespace hearth::ops::detail {
 
-inline constexpr int64_t kAttnTile = 32;      // KV positions per tile (multiple of 8)
-inline constexpr int64_t kAttnQueryRows = 8;  // query rows per task (a performance knob only)
+inline constexpr int64_t kAttnTile = 32;       // KV positions per tile (multiple of 8)
+inline constexpr int64_t kAttnQueryRows = 12;  // query rows per task (a performance knob only)
 
 // One task: n_rows consecutive query rows (positions pos_first, pos_first+1, ...) times the
 // `group` query heads that share KV head kv_head. Query vector m = r*group + g lives at
@@ -27,6 +27,7 @@ inline constexpr int64_t kAttnQueryRows = 8;  // query rows per task (a performa
 struct AttnTask {
   const KvSeqView* kv = nullptr;
   size_t head_bytes = 0, token_bytes = 0;
+  bool head_major = false;
   int64_t head_dim = 0;
   int64_t kv_head = 0;
   int64_t group = 1;
@@ -40,9 +41,11 @@ struct AttnTask {
 
 // Encoded row of KV head `head` at absolute position `pos` in one of the view's block lists.
 inline const uint8_t* kv_row(const AttnTask& t, const uint8_t* const* blocks, int64_t pos) {
-  const int64_t bt = t.kv->layout.block_tokens;
-  return blocks[pos / bt] + static_cast<size_t>(pos % bt) * t.token_bytes +
-         static_cast<size_t>(t.kv_head) * t.head_bytes;
+  const int64_t bt = t.kv->layout.block_tokens, slot = pos % bt;
+  return blocks[pos / bt] + (t.head_major
+                                 ? static_cast<size_t>(t.kv_head * bt + slot) * t.head_bytes
+                                 : static_cast<size_t>(slot) * t.token_bytes +
+                                       static_cast<size_t>(t.kv_head) * t.head_bytes);
 }
 
 void attention_task_scalar(const AttnTask& t);

@@ -1,6 +1,6 @@
 // Fused attention against the double-precision reference, and its batch invariance: a query's
 // output must not depend on how queries are chunked, on the thread count or on the KV block
-// size (bit-identical), at each SIMD level.
+// size or row order (bit-identical), at each SIMD level.
 //
 // Tolerance: the kernel and the reference read the same decoded K/V values (F16 exactly
 // widened, Q8_0 as d*q in float, as the reference dequantizer), so the difference is only float
@@ -39,11 +39,12 @@ struct Cache {
   KvSeqView view;
 
   Cache(TensorType type, int64_t n_kv_head, int64_t head_dim, int64_t block_tokens,
-        int64_t n_tokens, uint32_t seed, float k_scale = 1.0f) {
+        int64_t n_tokens, uint32_t seed, bool head_major = false) {
     layout.type = type;
     layout.n_kv_head = n_kv_head;
     layout.head_dim = head_dim;
     layout.block_tokens = block_tokens;
+    layout.head_major = head_major;
     const int64_t n_blocks = (n_tokens + block_tokens - 1) / block_tokens;
     const size_t width = static_cast<size_t>(n_kv_head * head_dim);
     for (int64_t b = 0; b < n_blocks; ++b) {
@@ -52,11 +53,11 @@ struct Cache {
       vb.emplace_back(layout.block_bytes(), uint8_t{0xff});
     }
     for (int64_t t = 0; t < n_tokens; ++t) {
-      const auto k = random_vec(width, seed + 2 * static_cast<uint32_t>(t), k_scale);
+      const auto k = random_vec(width, seed + 2 * static_cast<uint32_t>(t));
       const auto v = random_vec(width, seed + 2 * static_cast<uint32_t>(t) + 1);
-      const size_t off = static_cast<size_t>(t % block_tokens) * layout.token_bytes();
-      kv_encode_token(layout, k.data(), kb[static_cast<size_t>(t / block_tokens)].data() + off);
-      kv_encode_token(layout, v.data(), vb[static_cast<size_t>(t / block_tokens)].data() + off);
+      const size_t b = static_cast<size_t>(t / block_tokens);
+      kv_store_token(layout, k.data(), kb[b].data(), t % block_tokens);
+      kv_store_token(layout, v.data(), vb[b].data(), t % block_tokens);
     }
     for (auto& b : kb) kp.push_back(b.data());
     for (auto& b : vb) vp.push_back(b.data());
@@ -136,13 +137,15 @@ struct Case {
   TensorType type;
   int64_t head_dim, ratio, n_q, pos0, block_tokens;
   float q_scale = 1.0f;
+  bool head_major = false;
 };
 
 void check_case(const Case& c, ThreadPool& pool) {
   const int64_t n_kv = 2, n_head = n_kv * c.ratio;
   const int64_t n_tokens = c.pos0 + c.n_q;
   const int64_t bt = c.block_tokens > 0 ? c.block_tokens : n_tokens;  // 0: one big block
-  Cache cache(c.type, n_kv, c.head_dim, bt, n_tokens, 1000 + static_cast<uint32_t>(c.head_dim));
+  Cache cache(c.type, n_kv, c.head_dim, bt, n_tokens, 1000 + static_cast<uint32_t>(c.head_dim),
+              c.head_major);
   const auto q = random_vec(static_cast<size_t>(c.n_q * n_head * c.head_dim), 7, c.q_scale);
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   const auto want = run_reference(cache, q, n_head, c.n_q, c.pos0, scale);
@@ -153,7 +156,8 @@ void check_case(const Case& c, ThreadPool& pool) {
     const std::string what = std::string(type_name(c.type)) + " " + simd_level_name(l) +
                              " hd=" + std::to_string(c.head_dim) +
                              " gqa=" + std::to_string(c.ratio) + " n_q=" + std::to_string(c.n_q) +
-                             " pos0=" + std::to_string(c.pos0) + " bt=" + std::to_string(bt);
+                             " pos0=" + std::to_string(c.pos0) + " bt=" + std::to_string(bt) +
+                             (c.head_major ? " head-major" : " token-major");
     const double w = check_close(got, want, c.head_dim, what);
     if (getenv("ATTN_VERBOSE")) printf("%s worst %.3g\n", what.c_str(), w);
   }
@@ -194,6 +198,18 @@ TEST(Attention, EncodeRoundTrip) {
     std::vector<uint8_t> enc2(l.token_bytes());
     kv_encode_token(l, x.data(), enc2.data());
     EXPECT_EQ(enc, enc2);
+    // kv_store_token places the same rows, in either order.
+    for (bool hm : {false, true}) {
+      KvLayout b = l;
+      b.block_tokens = 4;
+      b.head_major = hm;
+      std::vector<uint8_t> block(b.block_bytes());
+      kv_store_token(b, x.data(), block.data(), 2);
+      for (int h = 0; h < 3; ++h)
+        EXPECT_EQ(std::memcmp(block.data() + kv_row_offset(b, 2, h),
+                              enc.data() + static_cast<size_t>(h) * l.head_bytes(), l.head_bytes()),
+                  0);
+    }
   }
 }
 
@@ -202,7 +218,8 @@ TEST(Attention, MatchesReferenceAcrossHeadDimsAndGqa) {
   for (TensorType t : {TensorType::F32, TensorType::F16, TensorType::Q8_0})
     for (int64_t hd : {8, 16, 32, 64, 128}) {
       if (t == TensorType::Q8_0 && hd % 32) continue;
-      for (int64_t ratio : {1, 2, 4, 8}) check_case({t, hd, ratio, 7, 100, 16}, pool);
+      for (int64_t ratio : {1, 2, 4, 8})
+        check_case({t, hd, ratio, 7, 100, 16, 1.0f, ratio % 4 == 0}, pool);
     }
 }
 
@@ -212,14 +229,19 @@ TEST(Attention, MatchesReferenceAcrossPositionsAndBlocks) {
   const int64_t bts[] = {16, 32, 64, 0};
   for (TensorType t : {TensorType::F32, TensorType::F16, TensorType::Q8_0})
     for (int64_t n_q : {1, 7, 64})
-      for (int64_t pos0 : {0, 100, 1000}) check_case({t, 64, 2, n_q, pos0, bts[i++ % 4]}, pool);
+      for (int64_t pos0 : {0, 100, 1000}) {
+        check_case({t, 64, 2, n_q, pos0, bts[i % 4], 1.0f, i % 3 == 1}, pool);
+        ++i;
+      }
 }
 
 TEST(Attention, MatchesReferenceHeadDim128LongPrefix) {
   ThreadPool pool(2);
   for (TensorType t : {TensorType::F32, TensorType::F16, TensorType::Q8_0}) {
     check_case({t, 128, 2, 64, 1000, 64}, pool);
+    check_case({t, 128, 2, 64, 1000, 32, 1.0f, true}, pool);
     check_case({t, 128, 8, 1, 1000, 0}, pool);
+    check_case({t, 128, 8, 1, 1000, 16, 1.0f, true}, pool);
   }
 }
 
@@ -243,6 +265,7 @@ TEST(Attention, BatchInvariance) {
   for (TensorType t : {TensorType::F32, TensorType::F16, TensorType::Q8_0}) {
     Cache cache(t, n_kv, hd, 32, n_tokens, 77);
     Cache cache16(t, n_kv, hd, 16, n_tokens, 77), cache_big(t, n_kv, hd, n_tokens, n_tokens, 77);
+    Cache cache_hm(t, n_kv, hd, 16, n_tokens, 77, true);
     for (SimdLevel l : levels()) {
       set_simd_level(l);
       SCOPED_TRACE(std::string(type_name(t)) + " " + simd_level_name(l));
@@ -268,8 +291,8 @@ TEST(Attention, BatchInvariance) {
         const auto other = run_fused(cache, q, n_head, n_q, pos0, scale, *p);
         ASSERT_EQ(std::memcmp(other.data(), full.data(), full.size() * 4), 0) << p->size();
       }
-      // Block sizes (paged vs contiguous).
-      for (const Cache* c : {&cache16, &cache_big}) {
+      // Block sizes (paged vs contiguous) and row order.
+      for (const Cache* c : {&cache16, &cache_big, &cache_hm}) {
         const auto other = run_fused(*c, q, n_head, n_q, pos0, scale, pool2);
         ASSERT_EQ(std::memcmp(other.data(), full.data(), full.size() * 4), 0)
             << c->layout.block_tokens;

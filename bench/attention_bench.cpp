@@ -1,0 +1,240 @@
+// Attention kernel figures: decode over a long cached prefix (KV read bandwidth, against the
+// machine's measured read bandwidth) and prefill chunks with and without a cached prefix
+// (achieved GFLOP/s and the cost of the prefix). Every layer has its own KV, as in a model, so
+// decode streams from memory rather than from cache.
+//
+//   attention_bench [-t threads] [--layers N] [--ctx 4096] [--shape qwen3|llama1b] [--type f16]
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ops/attention.h"
+#include "ops/cpu_features.h"
+#include "ops/thread_pool.h"
+#include "quant/types.h"
+
+using namespace hearth;
+using namespace hearth::ops;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+struct Shape {
+  const char* name;
+  int64_t n_head, n_kv_head, head_dim, n_layer;
+};
+
+// One layer's KV: a single contiguous block per layer (a paged pool reads the same bytes).
+struct LayerKv {
+  std::vector<uint8_t> k, v;
+  const uint8_t* kp[1];
+  const uint8_t* vp[1];
+  KvSeqView view;
+};
+
+std::vector<LayerKv> make_kv(const Shape& s, TensorType type, int64_t n_layers, int64_t n_tokens,
+                             bool head_major) {
+  std::vector<LayerKv> layers(static_cast<size_t>(n_layers));
+  std::mt19937 rng(1);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> row(static_cast<size_t>(s.n_kv_head * s.head_dim));
+  for (auto& L : layers) {
+    KvLayout lay;
+    lay.type = type;
+    lay.n_kv_head = s.n_kv_head;
+    lay.head_dim = s.head_dim;
+    lay.block_tokens = n_tokens;
+    lay.head_major = head_major;
+    L.k.resize(lay.block_bytes());
+    L.v.resize(lay.block_bytes());
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      for (auto& x : row) x = d(rng);
+      kv_store_token(lay, row.data(), L.k.data(), t);
+      for (auto& x : row) x = d(rng);
+      kv_store_token(lay, row.data(), L.v.data(), t);
+    }
+    L.kp[0] = L.k.data();
+    L.vp[0] = L.v.data();
+    L.view.layout = lay;
+    L.view.k_blocks = L.kp;
+    L.view.v_blocks = L.vp;
+    L.view.n_tokens = n_tokens;
+  }
+  return layers;
+}
+
+// Read bandwidth of `threads` threads streaming a 1 GiB buffer (best of 3), GB/s.
+double measure_read_bw(ThreadPool& pool) {
+  const size_t n = (size_t{1} << 30) / sizeof(uint64_t);
+  std::vector<uint64_t> buf(n, 1);
+  double best = 0;
+  const int64_t parts = 64;
+  std::atomic<uint64_t> sink{0};
+  for (int rep = 0; rep < 4; ++rep) {
+    const auto t0 = Clock::now();
+    pool.parallel_for(parts, [&](int64_t p, int) {
+      const size_t b = n / parts * static_cast<size_t>(p), e = b + n / parts;
+      uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+      for (size_t i = b; i < e; i += 4) {
+        a0 += buf[i];
+        a1 += buf[i + 1];
+        a2 += buf[i + 2];
+        a3 += buf[i + 3];
+      }
+      sink.fetch_add(a0 + a1 + a2 + a3, std::memory_order_relaxed);
+    });
+    const double s = seconds_since(t0);
+    if (rep > 0) best = std::max(best, static_cast<double>(n * sizeof(uint64_t)) / s / 1e9);
+  }
+  return sink.load() ? best : 0;
+}
+
+// Multiply-adds of attention for n_q queries at positions pos0.. (QK and PV, 2 flops each).
+double attention_flops(const Shape& s, int64_t n_q, int64_t pos0) {
+  double positions = 0;
+  for (int64_t t = 0; t < n_q; ++t) positions += static_cast<double>(pos0 + t + 1);
+  return positions * static_cast<double>(s.n_head * s.head_dim) * 4.0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int threads = 2, reps = 15;
+  bool head_major = false;
+  int64_t ctx = 4096, layers = 28;
+  std::string shape_name = "qwen3", type_name_arg = "all";
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
+    if (a == "-t")
+      threads = std::atoi(next().c_str());
+    else if (a == "--ctx")
+      ctx = std::atoll(next().c_str());
+    else if (a == "--layers")
+      layers = std::atoll(next().c_str());
+    else if (a == "--shape")
+      shape_name = next();
+    else if (a == "--type")
+      type_name_arg = next();
+    else {
+      std::fprintf(stderr,
+                   "usage: %s [-t N] [-r reps] [--ctx N] [--layers N] [--shape qwen3|llama1b] "
+                   "[--type f32|f16|q8_0|all] [--head-major]\n",
+                   argv[0]);
+      return 2;
+    }
+  }
+  const Shape shape = shape_name == "llama1b" ? Shape{"Llama-3.2-1B", 32, 8, 64, 16}
+                                              : Shape{"Qwen3-0.6B", 16, 8, 128, 28};
+  layers = std::min(layers, shape.n_layer);
+  ThreadPool pool(threads);
+  std::printf(
+      "attention_bench: %s shape (%lld heads, %lld KV heads, head_dim %lld), %lld layers, "
+      "%d threads, simd %s\n",
+      shape.name, static_cast<long long>(shape.n_head), static_cast<long long>(shape.n_kv_head),
+      static_cast<long long>(shape.head_dim), static_cast<long long>(layers), threads,
+      simd_level_name(simd_level()));
+  const double bw = measure_read_bw(pool);
+  std::printf("measured read bandwidth (%d threads): %.1f GB/s\n\n", threads, bw);
+
+  std::vector<TensorType> types;
+  if (type_name_arg == "all") {
+    types = {TensorType::F16, TensorType::Q8_0, TensorType::F32};
+  } else {
+    auto t = type_from_name(type_name_arg);
+    if (!t) {
+      std::fprintf(stderr, "unknown type %s\n", type_name_arg.c_str());
+      return 2;
+    }
+    types = {*t};
+  }
+  const float scale = 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
+  std::mt19937 rng(2);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+
+  for (TensorType type : types) {
+    // Decode: one query at position ctx over ctx+1 cached tokens, every layer in turn.
+    {
+      auto kv = make_kv(shape, type, layers, ctx + 1, head_major);
+      std::vector<float> q(static_cast<size_t>(shape.n_head * shape.head_dim));
+      for (auto& x : q) x = d(rng);
+      std::vector<float> out(q.size());
+      AttentionArgs a;
+      a.q = q.data();
+      a.n_q = 1;
+      a.n_head = shape.n_head;
+      a.pos0 = ctx;
+      a.scale = scale;
+      a.out = out.data();
+      const double bytes_per_layer =
+          2.0 * static_cast<double>(ctx + 1) * static_cast<double>(kv[0].view.layout.token_bytes());
+      double best = 1e30;
+      for (int rep = 0; rep < reps; ++rep) {
+        const auto t0 = Clock::now();
+        for (auto& L : kv) attention(a, L.view, pool);
+        best = std::min(best, seconds_since(t0));
+      }
+      const double per_layer = best / static_cast<double>(layers);
+      const double gbs = bytes_per_layer / per_layer / 1e9;
+      std::printf(
+          "%-5s decode  ctx %5lld: %7.1f us/layer, KV %6.2f MB/layer, %5.1f GB/s "
+          "(%.0f%% of read bw), %.2f ms/token for %lld layers\n",
+          std::string(type_name(type)).c_str(), static_cast<long long>(ctx), per_layer * 1e6,
+          bytes_per_layer / 1e6, gbs, 100.0 * gbs / bw, best * 1e3, static_cast<long long>(layers));
+    }
+    // Prefill: 90 new tokens from empty and after 1100 cached ones.
+    {
+      const int64_t n_new = 90, prefix = 1100;
+      const int64_t pl = std::min<int64_t>(layers, 4);
+      auto kv = make_kv(shape, type, pl, prefix + n_new, head_major);
+      std::vector<float> q(static_cast<size_t>(n_new * shape.n_head * shape.head_dim));
+      for (auto& x : q) x = d(rng);
+      std::vector<float> out(q.size());
+      double times[2];
+      for (int k = 0; k < 2; ++k) {
+        const int64_t pos0 = k == 0 ? 0 : prefix;
+        AttentionArgs a;
+        a.q = q.data();
+        a.n_q = n_new;
+        a.n_head = shape.n_head;
+        a.pos0 = pos0;
+        a.scale = scale;
+        a.out = out.data();
+        double best = 1e30;
+        for (int rep = 0; rep < reps; ++rep) {
+          const auto t0 = Clock::now();
+          for (auto& L : kv) attention(a, L.view, pool);
+          best = std::min(best, seconds_since(t0));
+        }
+        times[k] = best / static_cast<double>(pl);
+        const double fl = attention_flops(shape, n_new, pos0);
+        std::printf(
+            "%-5s prefill %lld tok after %4lld: %8.3f ms/layer, %6.1f GFLOP/s, "
+            "%.1f ms for %lld layers\n",
+            std::string(type_name(type)).c_str(), static_cast<long long>(n_new),
+            static_cast<long long>(pos0), times[k] * 1e3, fl / times[k] / 1e9,
+            times[k] * 1e3 * static_cast<double>(shape.n_layer),
+            static_cast<long long>(shape.n_layer));
+      }
+      const double flop_ratio =
+          attention_flops(shape, n_new, prefix) / attention_flops(shape, n_new, 0);
+      std::printf(
+          "%-5s prefill cost ratio (after %lld / from empty): time %.1fx, arithmetic "
+          "%.1fx\n\n",
+          std::string(type_name(type)).c_str(), static_cast<long long>(prefix), times[1] / times[0],
+          flop_ratio);
+    }
+  }
+  return 0;
+}
