@@ -1,6 +1,6 @@
 #include "tokenizer/special.h"
 
-#include <array>
+#include <cstdint>
 
 namespace hearth {
 
@@ -18,16 +18,34 @@ std::vector<Fragment> split_special_tokens(const Vocab& vocab, std::string_view 
   if (text.empty()) return fragments;
   fragments.push_back({kNoToken, 0, text.size()});
 
-  // Bytes present in the text: a token whose first byte is absent cannot match (cheap skip).
-  std::array<bool, 256> present{};
-  for (char c : text) present[static_cast<unsigned char>(c)] = true;
+  // One pass over the text with the trie of special texts marks the tokens that occur at all
+  // (anywhere, overlaps included); only those need the splitting passes below. O(text length x
+  // trie depth) whatever the number of special tokens (DeepSeek has ~2400).
+  const std::vector<TokenId>& specials = vocab.special_tokens();
+  const Vocab::SpecialTrie& trie = vocab.special_trie();
+  std::vector<uint8_t> occurs(specials.size(), 0);
+  bool any = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    uint32_t node = 0;
+    for (size_t j = i; j < text.size(); ++j) {
+      node = trie.child(node, static_cast<uint8_t>(text[j]));
+      if (node == 0) break;
+      const int32_t k = trie.nodes[node].special;
+      if (k >= 0 && !occurs[static_cast<size_t>(k)]) {
+        occurs[static_cast<size_t>(k)] = 1;
+        any = true;
+      }
+    }
+  }
+  if (!any) return fragments;
 
   std::vector<Fragment> next;
-  for (const TokenId id : vocab.special_tokens()) {
+  for (size_t k = 0; k < specials.size(); ++k) {
+    if (!occurs[k]) continue;
+    const TokenId id = specials[k];
     const uint32_t attr = vocab.attr(id);
     if (!parse_special && (attr & (kAttrControl | kAttrUnknown))) continue;
     const std::string_view special = vocab.text(id);
-    if (special.empty() || !present[static_cast<unsigned char>(special[0])]) continue;
 
     bool changed = false;
     next.clear();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <limits>
+#include <map>
 
 #include "gguf/reader.h"
 #include "tokenizer/byte_level.h"
@@ -87,7 +88,57 @@ VocabType parse_model(const std::string& model, const std::string& source) {
   fail("{}: unknown tokenizer model '{}' (tokenizer.ggml.model)", source, model);
 }
 
+// Flattens a trie of the special token texts: nodes in breadth-first order, each node's edges
+// contiguous and sorted by byte.
+Vocab::SpecialTrie build_special_trie(const std::vector<std::string>& texts,
+                                      const std::vector<TokenId>& specials) {
+  struct TmpNode {
+    std::map<uint8_t, uint32_t> children;
+    int32_t special = -1;
+  };
+  std::vector<TmpNode> tmp(1);
+  for (size_t k = 0; k < specials.size(); ++k) {
+    uint32_t node = 0;
+    for (const char c : texts[static_cast<size_t>(specials[k])]) {
+      const auto b = static_cast<uint8_t>(c);
+      auto it = tmp[node].children.find(b);
+      if (it == tmp[node].children.end()) {
+        tmp.emplace_back();
+        it = tmp[node].children.emplace(b, static_cast<uint32_t>(tmp.size() - 1)).first;
+      }
+      node = it->second;
+    }
+    if (tmp[node].special < 0) tmp[node].special = static_cast<int32_t>(k);
+  }
+  Vocab::SpecialTrie trie;
+  trie.nodes.resize(tmp.size());
+  std::vector<uint32_t> order = {0};  // BFS; new index = position in `order`
+  std::vector<uint32_t> new_index(tmp.size(), 0);
+  for (size_t i = 0; i < order.size(); ++i) {
+    const TmpNode& t = tmp[order[i]];
+    Vocab::SpecialTrie::Node& n = trie.nodes[i];
+    n.special = t.special;
+    n.first_edge = static_cast<uint32_t>(trie.edges.size());
+    n.n_edges = static_cast<uint32_t>(t.children.size());
+    for (const auto& [byte, child] : t.children) {
+      new_index[child] = static_cast<uint32_t>(order.size());
+      order.push_back(child);
+      trie.edges.push_back({byte, new_index[child]});
+    }
+  }
+  return trie;
+}
+
 }  // namespace
+
+uint32_t Vocab::SpecialTrie::child(uint32_t node, uint8_t byte) const {
+  const Node& n = nodes[node];
+  const Edge* first = edges.data() + n.first_edge;
+  const Edge* last = first + n.n_edges;
+  const Edge* it =
+      std::lower_bound(first, last, byte, [](const Edge& e, uint8_t b) { return e.byte < b; });
+  return (it != last && it->byte == byte) ? it->node : 0;
+}
 
 size_t Vocab::checked(TokenId id) const {
   if (!valid_id(id)) fail("token id {} out of range (vocabulary has {} tokens)", id, n_tokens());
@@ -209,6 +260,9 @@ Vocab Vocab::build(VocabData data, const std::string& source) {
   v.pad_ = resolve(data.pad_id, def_pad, "padding_token_id");
   v.eot_ = resolve(data.eot_id, kNoToken, "eot_token_id");
   v.eom_ = resolve(data.eom_id, kNoToken, "eom_token_id");
+  // BPE / WordPiece: the family default (not a stored flag) only applies when there is a BOS
+  // token to add. (SPM keeps the strict rule: its default BOS is part of the format.)
+  if (v.type_ != VocabType::Spm && v.bos_ == kNoToken) def_add_bos = false;
   v.add_bos_ = data.add_bos.value_or(def_add_bos);
   v.add_eos_ = data.add_eos.value_or(false);
   v.add_space_prefix_ = data.add_space_prefix.value_or(def_add_space_prefix);
@@ -273,6 +327,7 @@ Vocab Vocab::build(VocabData data, const std::string& source) {
   std::stable_sort(v.special_tokens_.begin(), v.special_tokens_.end(), [&](TokenId a, TokenId b) {
     return v.texts_[static_cast<size_t>(a)].size() > v.texts_[static_cast<size_t>(b)].size();
   });
+  v.special_trie_ = build_special_trie(v.texts_, v.special_tokens_);
 
   // Per-model attributes llama.cpp sets by general.name: Phi-3 strips whitespace after most of
   // its special tokens.

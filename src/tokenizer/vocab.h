@@ -137,6 +137,27 @@ class Vocab {
   // Tokens whose text is matched in the input before tokenization (CONTROL, USER_DEFINED and
   // UNKNOWN tokens), longest text first, ties by id.
   const std::vector<TokenId>& special_tokens() const { return special_tokens_; }
+
+  // The texts of special_tokens() as a byte trie, so that one pass over a text finds which of
+  // them occur in it (split_special_tokens). Node 0 is the root; a node's `special` is the index
+  // into special_tokens() of the token whose text ends there, or -1.
+  struct SpecialTrie {
+    struct Node {
+      uint32_t first_edge = 0;
+      uint32_t n_edges = 0;
+      int32_t special = -1;
+    };
+    struct Edge {
+      uint8_t byte = 0;
+      uint32_t node = 0;
+    };
+    std::vector<Node> nodes;
+    std::vector<Edge> edges;  // each node's edges are contiguous and sorted by byte
+
+    // The child of `node` along `byte`, or 0 when there is none.
+    uint32_t child(uint32_t node, uint8_t byte) const;
+  };
+  const SpecialTrie& special_trie() const { return special_trie_; }
   size_t max_token_len() const { return max_token_len_; }
 
  private:
@@ -159,6 +180,7 @@ class Vocab {
   std::array<TokenId, 256> byte_tokens_{};
   std::vector<std::string> merges_;
   std::vector<TokenId> special_tokens_;
+  SpecialTrie special_trie_;
   std::vector<TokenId> eog_ids_;
   size_t max_token_len_ = 0;
 
