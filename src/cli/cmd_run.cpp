@@ -7,6 +7,7 @@
 #include <random>
 
 #include "cli/commands.h"
+#include "model/forward.h"
 #include "model/reference_forward.h"
 #include "model/weights.h"
 #include "sampling/basic_sampler.h"
@@ -26,6 +27,9 @@ struct RunOptions {
   int64_t seed = -1;
   int64_t n_ctx = 0;
   bool verbose = false;
+  int threads = 2;
+  std::string kv_type = "f16";
+  bool reference = false;
 };
 
 void write_out(const std::string& s) {
@@ -62,11 +66,28 @@ int run(const RunOptions& o) {
   if (o.n_predict < 0) fail("-n must be >= 0, got {}", o.n_predict);
   const uint64_t seed = o.seed >= 0 ? static_cast<uint64_t>(o.seed) : std::random_device{}();
 
-  ReferenceForward fwd(*model, n_ctx);
+  // The reference path is the plain f32 oracle; the default is the fast kernels.
+  auto kv = type_from_name(o.kv_type);
+  if (!kv) fail("unknown KV type '{}' (f32, f16, q8_0)", o.kv_type);
+  ops::ThreadPool pool(o.threads);
+  std::unique_ptr<ReferenceForward> ref_fwd;
+  std::unique_ptr<Forward> fast_fwd;
+  if (o.reference) {
+    ref_fwd = std::make_unique<ReferenceForward>(*model, n_ctx);
+  } else {
+    ForwardOptions fo;
+    fo.n_ctx = n_ctx;
+    fo.kv_type = *kv;
+    fast_fwd = std::make_unique<Forward>(*model, fo, pool);
+  }
+  auto eval = [&](std::span<const int32_t> t) {
+    return o.reference ? ref_fwd->eval(t) : fast_fwd->eval(t);
+  };
+  auto n_past = [&] { return o.reference ? ref_fwd->n_past() : fast_fwd->n_past(); };
   BasicSampler sampler(o.temperature, seed);
   StreamingDetokenizer detok = tok.streaming_detokenizer();
   auto t_start = Clock::now();
-  std::vector<float> logits = fwd.eval(ids);
+  std::vector<float> logits = eval(ids);
   auto t_prompt = Clock::now();
 
   int64_t n_gen = 0;
@@ -80,12 +101,12 @@ int run(const RunOptions& o) {
     }
     write_out(detok.push(id));
     if (n_gen == o.n_predict) break;
-    if (fwd.n_past() >= n_ctx) {
+    if (n_past() >= n_ctx) {
       stop = "context";
       break;
     }
     const int32_t one[1] = {id};
-    logits = fwd.eval(one);
+    logits = eval(one);
   }
   write_out(detok.flush());
   if (isatty(fileno(stdout))) write_out("\n");
@@ -120,6 +141,12 @@ void add_run(CLI::App& app, Context& ctx) {
   cmd->add_option("--seed", o->seed, "Random seed (-1 = random)")->capture_default_str();
   cmd->add_option("-c,--ctx", o->n_ctx, "Context size (default: min(training context, 4096))");
   cmd->add_flag("-v,--verbose", o->verbose, "Print timing statistics to stderr");
+  cmd->add_option("-t,--threads", o->threads, "Threads")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
+  cmd->add_option("--kv-type", o->kv_type, "KV cache type: f32, f16, q8_0")->capture_default_str();
+  cmd->add_flag("--reference", o->reference,
+                "Use the plain f32 reference forward pass (slow; the oracle)");
   cmd->callback([&ctx, o] { ctx.exit_code = run(*o); });
 }
 

@@ -12,5 +12,6 @@ struct Context {
 void add_run(CLI::App& app, Context& ctx);
 void add_inspect(CLI::App& app, Context& ctx);
 void add_synth(CLI::App& app, Context& ctx);
+void add_bench(CLI::App& app, Context& ctx);
 
 }  // namespace hearth::cli

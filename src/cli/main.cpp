@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   hearth::cli::add_run(app, ctx);
   hearth::cli::add_inspect(app, ctx);
   hearth::cli::add_synth(app, ctx);
+  hearth::cli::add_bench(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -59,6 +59,10 @@ TEST(Cli, RunPrintsKnownGreedyContinuation) {
                         0),
             0u)
       << r.out;
+  // The plain reference path prints the same text.
+  Result ref = hearth("run -m " + quote(model) + " -p '' -n 64 --temp 0 --reference");
+  ASSERT_EQ(ref.status, 0) << ref.err;
+  EXPECT_EQ(ref.out, r.out);
 }
 
 TEST(Cli, RunWithPromptAndSeedIsReproducible) {

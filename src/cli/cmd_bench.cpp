@@ -1,0 +1,192 @@
+// `hearth bench`: prompt processing (ppN) and generation (tgN) speed in the table people know
+// from llama-bench, plus generation's achieved weight bandwidth against the machine's measured
+// read bandwidth, and prefill's achieved arithmetic rate.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <random>
+
+#include "cli/commands.h"
+#include "model/forward.h"
+#include "model/weights.h"
+#include "ops/cpu_features.h"
+#include "ops/membw.h"
+#include "util/error.h"
+
+namespace hearth::cli {
+namespace {
+
+struct BenchOptions {
+  std::string model;
+  std::vector<int64_t> n_prompt{512};
+  std::vector<int64_t> n_gen{128};
+  std::vector<int64_t> depth{0};
+  int threads = 2;
+  int reps = 3;
+  std::string kv_type = "f16";
+  bool membw = true;
+  bool membw_only = false;
+};
+
+struct Stats {
+  double mean = 0, sd = 0;
+};
+
+Stats stats(const std::vector<double>& v) {
+  Stats s;
+  for (double x : v) s.mean += x;
+  s.mean /= static_cast<double>(v.size());
+  for (double x : v) s.sd += (x - s.mean) * (x - s.mean);
+  s.sd = v.size() > 1 ? std::sqrt(s.sd / static_cast<double>(v.size() - 1)) : 0.0;
+  return s;
+}
+
+// Multiply-adds per token in the weight matrices (the output matrix once per logits row).
+double matmul_ops_per_token(const Model& m, bool with_output) {
+  double n = 0;
+  for (const auto& L : m.weights().layers)
+    for (const MatrixView* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down})
+      n += 2.0 * static_cast<double>(w->n_cols) * static_cast<double>(w->n_rows);
+  if (with_output)
+    n += 2.0 * static_cast<double>(m.weights().output.n_cols) *
+         static_cast<double>(m.weights().output.n_rows);
+  return n;
+}
+
+// Bytes of weights one decode step reads.
+double weight_bytes_per_token(const Model& m) {
+  double n = 0;
+  auto add = [&](const MatrixView& w) {
+    n += static_cast<double>(w.row_stride) * static_cast<double>(w.n_rows);
+  };
+  for (const auto& L : m.weights().layers)
+    for (const MatrixView* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) add(*w);
+  add(m.weights().output);
+  return n;
+}
+
+// Attention multiply-adds for n new tokens after `depth` cached ones.
+double attention_ops(const HParams& hp, int64_t depth, int64_t n) {
+  double keys = 0;
+  for (int64_t t = 0; t < n; ++t) keys += static_cast<double>(depth + t + 1);
+  return 4.0 * keys * static_cast<double>(hp.n_head * hp.head_dim * hp.n_layer);
+}
+
+std::vector<int32_t> random_tokens(int64_t n, int64_t vocab, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> d(0, static_cast<int32_t>(vocab - 1));
+  std::vector<int32_t> v(static_cast<size_t>(n));
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+int bench(const BenchOptions& o) {
+  ops::ThreadPool pool(o.threads);
+  double bw = 0;
+  if (o.membw || o.membw_only) {
+    bw = ops::measure_read_bandwidth(pool);
+    fmt::print("memory read bandwidth ({} threads): {:.1f} GB/s\n", o.threads, bw / 1e9);
+    if (o.membw_only) return 0;
+  }
+  if (o.model.empty()) fail("bench needs -m MODEL (or --membw-only)");
+  auto model = Model::load(o.model);
+  const HParams& hp = model->hparams();
+  auto kv = type_from_name(o.kv_type);
+  if (!kv) fail("unknown KV type '{}'", o.kv_type);
+  const double wbytes = weight_bytes_per_token(*model);
+  fmt::print("model: {} | {} | {:.1f} MiB weights | simd: {} ({}) | kv: {}\n", o.model,
+             hp.summary(), static_cast<double>(model->weight_bytes()) / (1 << 20),
+             ops::simd_level_name(ops::simd_level()), ops::cpu_features().summary(),
+             type_name(*kv));
+  fmt::print("\n| {:>7} | {:>7} | {:>5} | {:>16} | {:>12} | {:>18} |\n", "test", "depth", "thr",
+             "t/s", "GB/s", "GOPS / % membw");
+  fmt::print("| {:->7} | {:->7} | {:->5} | {:->16} | {:->12} | {:->18} |\n", "", "", "", "", "",
+             "");
+
+  using Clock = std::chrono::steady_clock;
+  for (int64_t depth : o.depth) {
+    const int64_t max_need = depth +
+                             std::max(*std::max_element(o.n_prompt.begin(), o.n_prompt.end()),
+                                      *std::max_element(o.n_gen.begin(), o.n_gen.end())) +
+                             1;
+    ForwardOptions fo;
+    fo.n_ctx = max_need;
+    fo.kv_type = *kv;
+    const std::vector<int32_t> prefix = random_tokens(depth, hp.n_vocab, 1);
+    for (int64_t np : o.n_prompt) {
+      if (np <= 0) continue;
+      std::vector<double> rates;
+      const std::vector<int32_t> toks = random_tokens(np, hp.n_vocab, 2);
+      for (int r = 0; r < o.reps + 1; ++r) {  // first run warms up
+        Forward f(*model, fo, pool);
+        if (depth > 0) f.eval(prefix);
+        const auto t0 = Clock::now();
+        f.eval(toks);
+        const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+        if (r > 0) rates.push_back(static_cast<double>(np) / s);
+      }
+      const Stats st = stats(rates);
+      const double ops = matmul_ops_per_token(*model, false) * static_cast<double>(np) +
+                         matmul_ops_per_token(*model, true) - matmul_ops_per_token(*model, false) +
+                         attention_ops(hp, depth, np);
+      const double gops = ops / (static_cast<double>(np) / st.mean) / 1e9;
+      fmt::print("| {:>7} | {:>7} | {:>5} | {:>8.2f} ± {:<5.2f} | {:>12} | {:>12.1f} GOPS |\n",
+                 fmt::format("pp{}", np), depth, o.threads, st.mean, st.sd, "", gops);
+    }
+    for (int64_t ng : o.n_gen) {
+      if (ng <= 0) continue;
+      std::vector<double> rates;
+      for (int r = 0; r < o.reps + 1; ++r) {
+        Forward f(*model, fo, pool);
+        if (depth > 0) f.eval(prefix);
+        int32_t tok = 1;
+        const auto t0 = Clock::now();
+        for (int64_t i = 0; i < ng; ++i) {
+          const int32_t one[1] = {tok};
+          std::vector<float> logits = f.eval(one);
+          tok =
+              static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+        }
+        const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+        if (r > 0) rates.push_back(static_cast<double>(ng) / s);
+      }
+      const Stats st = stats(rates);
+      const double gbs = wbytes * st.mean / 1e9;
+      std::string frac =
+          bw > 0 ? fmt::format("{:.0f}% of {:.1f}", 100.0 * gbs * 1e9 / bw, bw / 1e9) : "-";
+      fmt::print("| {:>7} | {:>7} | {:>5} | {:>8.2f} ± {:<5.2f} | {:>12.2f} | {:>18} |\n",
+                 fmt::format("tg{}", ng), depth, o.threads, st.mean, st.sd, gbs, frac);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_bench(CLI::App& app, Context& ctx) {
+  auto o = std::make_shared<BenchOptions>();
+  CLI::App* cmd = app.add_subcommand("bench", "Measure prompt processing and generation speed");
+  cmd->add_option("-m,--model", o->model, "GGUF model file");
+  cmd->add_option("-p,--n-prompt", o->n_prompt, "Prompt lengths (ppN)")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("-n,--n-gen", o->n_gen, "Generated tokens (tgN)")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("-d,--depth", o->depth, "Tokens already in the cache before each test")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("-t,--threads", o->threads, "Threads")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
+  cmd->add_option("-r,--repetitions", o->reps, "Repetitions")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
+  cmd->add_option("--kv-type", o->kv_type, "KV cache type: f32, f16, q8_0")->capture_default_str();
+  cmd->add_flag("!--no-membw", o->membw, "Skip the memory bandwidth probe");
+  cmd->add_flag("--membw-only", o->membw_only, "Only measure memory read bandwidth");
+  cmd->callback([&ctx, o] { ctx.exit_code = bench(*o); });
+}
+
+}  // namespace hearth::cli
