@@ -52,7 +52,7 @@ int synth(const SynthOptions& o) {
   s.seed = o.seed;
   s.threads = o.threads;
   const uint64_t bytes = write_synthetic_model(s, o.out);
-  fmt::print(stderr, "hearth: wrote {} ({:.1f} MiB, {} {}, {} layers, embd {}, {} weights)\n",
+  fmt::print(stderr, "hearth: wrote {} ({:.1f} MiB, {} {}, {} layers, embd {})\n",
              o.out, static_cast<double>(bytes) / (1 << 20), hp.arch_name, type_name(s.weight_type),
              hp.n_layer, hp.n_embd);
   return 0;
