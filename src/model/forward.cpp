@@ -22,16 +22,7 @@ Forward::Forward(const Model& model, ForwardOptions options, ops::ThreadPool& po
   kv_layout_.n_kv_head = hp.n_head_kv;
   kv_layout_.head_dim = hp.head_dim;
   kv_layout_.block_tokens = opt_.kv_block_tokens;
-  rope_.n_rot = hp.n_rot;
-  rope_.freq_base = hp.rope_freq_base;
-  rope_.freq_scale = hp.rope_freq_scale;
-  rope_.ext_factor = hp.yarn_ext_factor;
-  rope_.attn_factor = hp.yarn_attn_factor;
-  rope_.beta_fast = hp.yarn_beta_fast;
-  rope_.beta_slow = hp.yarn_beta_slow;
-  rope_.orig_ctx = hp.rope_orig_ctx;
-  const auto& rf = model.weights().rope_freqs;
-  rope_.freq_factors = rf.empty() ? nullptr : rf.data();
+  rope_ = model.rope_config();
   kv_.resize(static_cast<size_t>(hp.n_layer));
 }
 

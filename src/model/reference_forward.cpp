@@ -10,16 +10,7 @@ ReferenceForward::ReferenceForward(const Model& model, int64_t n_ctx)
     : model_(model), n_ctx_(n_ctx) {
   const HParams& hp = model.hparams();
   if (n_ctx <= 0) fail("context size must be positive, got {}", n_ctx);
-  rope_.n_rot = hp.n_rot;
-  rope_.freq_base = hp.rope_freq_base;
-  rope_.freq_scale = hp.rope_freq_scale;
-  rope_.ext_factor = hp.yarn_ext_factor;
-  rope_.attn_factor = hp.yarn_attn_factor;
-  rope_.beta_fast = hp.yarn_beta_fast;
-  rope_.beta_slow = hp.yarn_beta_slow;
-  rope_.orig_ctx = hp.rope_orig_ctx;
-  const auto& rf = model.weights().rope_freqs;
-  rope_.freq_factors = rf.empty() ? nullptr : rf.data();
+  rope_ = model.rope_config();
   const size_t cache = static_cast<size_t>(n_ctx * hp.kv_dim());
   k_cache_.assign(static_cast<size_t>(hp.n_layer), std::vector<float>(cache));
   v_cache_.assign(static_cast<size_t>(hp.n_layer), std::vector<float>(cache));

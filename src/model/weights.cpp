@@ -26,6 +26,20 @@ uint64_t Model::weight_bytes() const {
   return n;
 }
 
+ref::RopeConfig Model::rope_config() const {
+  ref::RopeConfig r;
+  r.n_rot = hp_.n_rot;
+  r.freq_base = hp_.rope_freq_base;
+  r.freq_scale = hp_.rope_freq_scale;
+  r.ext_factor = hp_.yarn_ext_factor;
+  r.attn_factor = hp_.yarn_attn_factor;
+  r.beta_fast = hp_.yarn_beta_fast;
+  r.beta_slow = hp_.yarn_beta_slow;
+  r.orig_ctx = hp_.rope_orig_ctx;
+  r.freq_factors = w_.rope_freqs.empty() ? nullptr : w_.rope_freqs.data();
+  return r;
+}
+
 namespace {
 
 const gguf::TensorInfo* lookup(const gguf::File& f, const TensorSpec& spec, const HParams& hp) {

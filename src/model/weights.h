@@ -10,6 +10,7 @@
 #include "gguf/reader.h"
 #include "model/hparams.h"
 #include "ops/matrix.h"
+#include "ops/reference.h"
 #include "quant/types.h"
 
 namespace hearth {
@@ -41,6 +42,8 @@ class Model {
   const HParams& hparams() const { return hp_; }
   const ModelWeights& weights() const { return w_; }
   uint64_t weight_bytes() const;  // bytes of all tensors as stored
+  // RoPE parameters from the hyperparameters and rope_freqs (points into this model).
+  ref::RopeConfig rope_config() const;
 
  private:
   explicit Model(gguf::File f) : file_(std::move(f)) {}
