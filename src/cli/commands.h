@@ -13,5 +13,6 @@ void add_run(CLI::App& app, Context& ctx);
 void add_inspect(CLI::App& app, Context& ctx);
 void add_synth(CLI::App& app, Context& ctx);
 void add_bench(CLI::App& app, Context& ctx);
+void add_tokenize(CLI::App& app, Context& ctx);
 
 }  // namespace hearth::cli

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   hearth::cli::add_inspect(app, ctx);
   hearth::cli::add_synth(app, ctx);
   hearth::cli::add_bench(app, ctx);
+  hearth::cli::add_tokenize(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
