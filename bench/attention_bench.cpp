@@ -127,6 +127,10 @@ int main(int argc, char** argv) {
       shape_name = next();
     else if (a == "--type")
       type_name_arg = next();
+    else if (a == "--head-major")
+      head_major = true;
+    else if (a == "-r")
+      reps = std::atoi(next().c_str());
     else {
       std::fprintf(stderr,
                    "usage: %s [-t N] [-r reps] [--ctx N] [--layers N] [--shape qwen3|llama1b] "

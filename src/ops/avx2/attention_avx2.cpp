@@ -53,7 +53,7 @@ const float* decode_row(TensorType type, const uint8_t* src, float* dst, int64_t
     const uint8_t* blk = src + b * static_cast<int64_t>(sizeof(BlockQ8_0));
     uint16_t dbits;
     std::memcpy(&dbits, blk, 2);
-    const __m256 d = _mm256_set1_ps(f16_to_f32(dbits));
+    const __m256 d = _mm256_set1_ps(_cvtsh_ss(dbits));
     const uint8_t* qs = blk + 2;
     for (int k = 0; k < kQK; k += 8) {
       const __m128i q8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + k));
@@ -82,8 +82,9 @@ struct Q8Rows {
     uint16_t dbits;
     std::memcpy(&dbits, blk, 2);
     const __m128i q8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 2 + c % kQK));
+    // F16C widening of the scale: exact, like f16_to_f32, without its 256 KiB table.
     return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q8)),
-                         _mm256_set1_ps(f16_to_f32(dbits)));
+                         _mm256_set1_ps(_cvtsh_ss(dbits)));
   }
 };
 
@@ -144,31 +145,51 @@ inline void qk_block(const float* const* q, const uint8_t* const* k, int64_t hd,
                      float* s) {
   static_assert(NB == 2 || NB % 4 == 0);
   __m256 acc[MB][NB];
+#pragma GCC unroll 16
   for (int m = 0; m < MB; ++m)
+#pragma GCC unroll 16
     for (int n = 0; n < NB; ++n) acc[m][n] = _mm256_setzero_ps();
   for (int64_t c = 0; c < hd; c += 8) {
     if constexpr (MB >= 3) {  // keys in registers, queries streamed
       __m256 kv[NB];
+#pragma GCC unroll 16
       for (int n = 0; n < NB; ++n) kv[n] = Rows::load(k[n], c);
+#pragma GCC unroll 16
       for (int m = 0; m < MB; ++m) {
-        const __m256 qv = _mm256_loadu_ps(q[m] + c);
+        __m256 qv = _mm256_loadu_ps(q[m] + c);
+        asm("" : "+x"(qv));  // one load, not one folded into each FMA
+#pragma GCC unroll 16
         for (int n = 0; n < NB; ++n) acc[m][n] = _mm256_fmadd_ps(qv, kv[n], acc[m][n]);
       }
     } else {  // queries in registers, keys streamed
       __m256 qv[MB];
+#pragma GCC unroll 16
       for (int m = 0; m < MB; ++m) qv[m] = _mm256_loadu_ps(q[m] + c);
+#pragma GCC unroll 16
       for (int n = 0; n < NB; ++n) {
         const __m256 kv = Rows::load(k[n], c);
+#pragma GCC unroll 16
         for (int m = 0; m < MB; ++m) acc[m][n] = _mm256_fmadd_ps(qv[m], kv, acc[m][n]);
       }
     }
   }
   const __m128 sc = _mm_set1_ps(scale);
-  for (int m = 0; m < MB; ++m) {
-    if constexpr (NB == 2) {
+  if constexpr (NB == 2) {
+    // Two query vectors' pairs reduced together: {s(m,0), s(m,1), s(m+1,0), s(m+1,1)}.
+    int m = 0;
+    for (; m + 2 <= MB; m += 2) {
+      const __m128 r = _mm_mul_ps(hsum4_ps(acc[m][0], acc[m][1], acc[m + 1][0], acc[m + 1][1]), sc);
+      _mm_storel_pi(reinterpret_cast<__m64*>(s + m * T), r);
+      _mm_storeh_pi(reinterpret_cast<__m64*>(s + (m + 1) * T), r);
+    }
+    if (m < MB) {
       const __m128 r = _mm_mul_ps(hsum2_ps(acc[m][0], acc[m][1]), sc);
       _mm_storel_pi(reinterpret_cast<__m64*>(s + m * T), r);
-    } else {
+    }
+  } else {
+#pragma GCC unroll 16
+    for (int m = 0; m < MB; ++m) {
+#pragma GCC unroll 16
       for (int n = 0; n < NB; n += 4) {
         const __m128 r = hsum4_ps(acc[m][n], acc[m][n + 1], acc[m][n + 2], acc[m][n + 3]);
         _mm_storeu_ps(s + m * T + n, _mm_mul_ps(r, sc));
@@ -191,29 +212,39 @@ template <class Rows, int MB, int CB>
 inline void pv_block(float* const* o, const float* alpha, const float* p, const uint8_t* const* v,
                      int64_t jn, int64_t c0) {
   __m256 acc[MB][CB];
+#pragma GCC unroll 16
   for (int m = 0; m < MB; ++m) {
     const __m256 a = _mm256_set1_ps(alpha[m]);
+#pragma GCC unroll 16
     for (int c = 0; c < CB; ++c) acc[m][c] = _mm256_mul_ps(_mm256_loadu_ps(o[m] + c0 + 8 * c), a);
   }
   for (int64_t j = 0; j < jn; ++j) {
     const uint8_t* vj = v[j];
     if constexpr (MB >= 3) {  // V chunks in registers, probabilities streamed
       __m256 vv[CB];
+#pragma GCC unroll 16
       for (int c = 0; c < CB; ++c) vv[c] = Rows::load(vj, c0 + 8 * c);
+#pragma GCC unroll 16
       for (int m = 0; m < MB; ++m) {
         const __m256 pb = _mm256_broadcast_ss(p + m * T + j);
+#pragma GCC unroll 16
         for (int c = 0; c < CB; ++c) acc[m][c] = _mm256_fmadd_ps(pb, vv[c], acc[m][c]);
       }
     } else {  // probabilities in registers, V chunks streamed
       __m256 pb[MB];
+#pragma GCC unroll 16
       for (int m = 0; m < MB; ++m) pb[m] = _mm256_broadcast_ss(p + m * T + j);
+#pragma GCC unroll 16
       for (int c = 0; c < CB; ++c) {
         const __m256 vv = Rows::load(vj, c0 + 8 * c);
+#pragma GCC unroll 16
         for (int m = 0; m < MB; ++m) acc[m][c] = _mm256_fmadd_ps(pb[m], vv, acc[m][c]);
       }
     }
   }
+#pragma GCC unroll 16
   for (int m = 0; m < MB; ++m)
+#pragma GCC unroll 16
     for (int c = 0; c < CB; ++c) _mm256_storeu_ps(o[m] + c0 + 8 * c, acc[m][c]);
 }
 
@@ -281,10 +312,11 @@ void run_task(const AttnTask& t) {
   // One tile buffer, holding the decoded K rows during the scores and then the V rows: small
   // enough (16 KiB at head_dim 128) to stay in L1 while every query block passes over it.
   const size_t tile_floats = kDirect ? 0 : uT * uhd;
-  float* tile = thread_scratch(tile_floats + uM * (uT + uhd + 3));
+  float* tile = thread_scratch(tile_floats + uM * (uT + 2 * uhd + 3));
   float* s = tile + tile_floats;  // [M][T] scores, then probabilities
   float* o = s + uM * uT;         // [M][hd] unnormalised outputs
-  float* mx = o + uM * uhd;
+  float* qc = o + uM * uhd;       // [M][hd] the queries, contiguous
+  float* mx = qc + uM * uhd;
   float* l = mx + uM;
   float* alpha = l + uM;
   const float kNegInf = -std::numeric_limits<float>::infinity();
@@ -296,7 +328,10 @@ void run_task(const AttnTask& t) {
   std::vector<const float*> qp(uM);
   std::vector<float*> op(uM);
   for (int64_t m = 0; m < M; ++m) {
-    qp[static_cast<size_t>(m)] = t.q + (m / G) * t.row_stride + (m % G) * hd;
+    // Query rows of a chunk sit n_head*head_dim floats apart, often a multiple of 4 KiB: read in
+    // place, a block's queries would share a few L1 sets. A contiguous copy avoids that.
+    std::memcpy(qc + m * hd, t.q + (m / G) * t.row_stride + (m % G) * hd, uhd * sizeof(float));
+    qp[static_cast<size_t>(m)] = qc + m * hd;
     op[static_cast<size_t>(m)] = o + m * hd;
   }
   const uint8_t* krow[T];  // rows the kernels read (encoded, or decoded into `tile`)
