@@ -184,6 +184,20 @@ std::vector<float> magnitudes(const MatrixView& w, int64_t r) {
       }
       return m;
     }
+    case T::Q4_0:
+    case T::Q5_0: {
+      // Unsigned levels q·a and the offset·Σa term are accumulated separately.
+      const size_t bb = traits(w.type).block_bytes;
+      const float off = w.type == T::Q4_0 ? 8.0f : 16.0f;
+      dequantize_row(w.type, row, m.data(), n);
+      for (int64_t b = 0; b < n / 32; ++b) {
+        uint16_t dh;
+        std::memcpy(&dh, row + b * bb, 2);
+        const float d = std::fabs(f16_to_f32(dh));
+        for (int i = 0; i < 32; ++i) m[32 * b + i] = std::fabs(m[32 * b + i]) + 2.0f * off * d;
+      }
+      return m;
+    }
     default:
       dequantize_row(w.type, row, m.data(), n);
       for (auto& v : m) v = std::fabs(v);

@@ -76,23 +76,28 @@ MM_INLINE __m256i bits_to_bytes(uint32_t x) {
   return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
 }
 
-// Broadcasts the f16 scale at offset `off` of R blocks into R vectors (exact conversions).
+// The f16 scales at offset `off` of R <= 8 blocks, widened into lanes 0..R-1 (exact).
 template <int R>
-MM_INLINE void load_scales(const uint8_t* const* blk, size_t off, __m256* out) {
-  if constexpr (R == 1) {
-    out[0] = _mm256_set1_ps(h2f(ld16(blk[0] + off)));
-  } else {
-    static_assert(R % 2 == 0 && R <= 8);
+MM_INLINE __m256 packed_scales(const uint8_t* const* blk, size_t off) {
+  static_assert(R >= 1 && R <= 8);
+  uint64_t lo = 0, hi = 0;
 #pragma GCC unroll 8
-    for (int g = 0; g < R; g += 4) {
-      const int n = std::min(4, R - g);
-      uint64_t bits = 0;
-      for (int k = 0; k < n; ++k) bits |= static_cast<uint64_t>(ld16(blk[g + k] + off)) << (16 * k);
-      const __m256 f =
-          _mm256_castps128_ps256(_mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<int64_t>(bits))));
-      for (int k = 0; k < n; ++k) out[g + k] = _mm256_permutevar8x32_ps(f, _mm256_set1_epi32(k));
-    }
+  for (int k = 0; k < R; ++k) {
+    const uint64_t h = ld16(blk[k] + off);
+    if (k < 4)
+      lo |= h << (16 * k);
+    else
+      hi |= h << (16 * (k - 4));
   }
+  if constexpr (R <= 4) {
+    return _mm256_castps128_ps256(_mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<int64_t>(lo))));
+  } else {
+    return _mm256_cvtph_ps(_mm_set_epi64x(static_cast<int64_t>(hi), static_cast<int64_t>(lo)));
+  }
+}
+
+MM_INLINE __m256 lane_bcast(__m256 v, int k) {
+  return _mm256_permutevar8x32_ps(v, _mm256_set1_epi32(k));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -140,54 +145,37 @@ void drive(const Ctx& c, int64_t r0, int64_t r1) {
 // ---------------------------------------------------------------------------------------------
 // 32-element block formats × Q8_0 activations
 
-// Q8_0: |w| (u8) × sign(a, w) (s8) — |w| <= 128 and |a| <= 127 cannot saturate int16 pairs.
+// Weight formats. Each gives its block size, where its f16 scale (and min) live, the offset
+// its unsigned levels carry (I_b = Σ q·a − off·Σa), the registers one block unpacks into, the
+// activation registers, and the block dot as eight int32 lane partials (exact).
+//
+// Q8_0: both sides sign-extended to int16 and multiplied with vpmaddwd, two per block (two
+// multiply-pipe operations per pair instead of vpsignb + vpmaddubsw + vpmaddwd). Lane k sums
+// elements 2k, 2k+1, 16+2k, 17+2k (per 128-bit half).
 struct WQ8_0 {
   static constexpr size_t kBytes = sizeof(BlockQ8_0);
   static constexpr bool kMin = false;
+  static constexpr int kOff = 0;
   struct W {
-    __m256i aw, w;
+    __m256i lo, hi;
   };
-  struct A {
-    __m256i a;
-  };
-  static MM_INLINE W load(const uint8_t* b) {
-    const __m256i w = loadu256(b + 2);
-    return {_mm256_abs_epi8(w), w};
+  using A = W;
+  static MM_INLINE W widen(const void* p) {
+    const auto* q = static_cast<const uint8_t*>(p);
+    return {_mm256_cvtepi8_epi16(loadu128(q)), _mm256_cvtepi8_epi16(loadu128(q + 16))};
   }
-  static MM_INLINE A act(const int8_t* a) { return {loadu256(a)}; }
+  static MM_INLINE W load(const uint8_t* b) { return widen(b + 2); }
+  static MM_INLINE A act(const int8_t* a) { return widen(a); }
   static MM_INLINE __m256i dot(const W& w, const A& a) {
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(w.aw, _mm256_sign_epi8(a.a, w.w)), ones16());
+    return _mm256_add_epi32(_mm256_madd_epi16(w.lo, a.lo), _mm256_madd_epi16(w.hi, a.hi));
   }
 };
 
-// Unsigned levels q (u8) × a (s8) minus offset·Σa per int16 pair: (q − off)·a exactly.
-template <int kOff>
-struct OffsetAct {
-  __m256i a, c;
-  static MM_INLINE OffsetAct make(const int8_t* p) {
-    const __m256i a = loadu256(p);
-    return {a, _mm256_maddubs_epi16(_mm256_set1_epi8(kOff), a)};
-  }
-};
-
-// Unsigned levels with a per-block min: the dot plus the activation lane sums (as float).
-struct MinAct {
-  __m256i a;
-  __m256 sf;
-  static MM_INLINE MinAct make(const int8_t* p) {
-    const __m256i a = loadu256(p);
-    const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), a), ones16());
-    return {a, _mm256_cvtepi32_ps(s)};
-  }
-};
-
-struct UnsignedW {
-  __m256i q;
-};
-
+// 16 packed bytes -> low nibbles (elements 0..15) | high nibbles (elements 16..31).
 MM_INLINE __m256i nibbles(const uint8_t* qs) {
-  const __m128i x = loadu128(qs);
-  return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(x, 4), x), _mm256_set1_epi8(0x0F));
+  const __m256i x = _mm256_broadcastsi128_si256(loadu128(qs));
+  return _mm256_and_si256(_mm256_srlv_epi32(x, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)),
+                          _mm256_set1_epi8(0x0F));
 }
 
 MM_INLINE __m256i nibbles5(const uint8_t* qs, const uint8_t* qh) {
@@ -195,102 +183,120 @@ MM_INLINE __m256i nibbles5(const uint8_t* qs, const uint8_t* qh) {
   return _mm256_or_si256(nibbles(qs), hb);
 }
 
-struct WQ4_0 {
-  static constexpr size_t kBytes = sizeof(BlockQ4_0);
-  static constexpr bool kMin = false;
-  using W = UnsignedW;
-  using A = OffsetAct<8>;
-  static MM_INLINE W load(const uint8_t* b) { return {nibbles(b + 2)}; }
-  static MM_INLINE A act(const int8_t* a) { return A::make(a); }
-  static MM_INLINE __m256i dot(const W& w, const A& a) {
-    return _mm256_madd_epi16(_mm256_sub_epi16(_mm256_maddubs_epi16(w.q, a.a), a.c), ones16());
-  }
-};
-
-struct WQ5_0 {
-  static constexpr size_t kBytes = sizeof(BlockQ5_0);
-  static constexpr bool kMin = false;
-  using W = UnsignedW;
-  using A = OffsetAct<16>;
+// The 4-/5-bit formats: unsigned levels (u8) × activations (s8) with vpmaddubsw, pairs summed
+// with vpmaddwd; lane k sums elements 4k .. 4k+3. The offset is removed from lane 0.
+template <size_t kBytes_, bool kMin_, int kOff_, bool kFive, size_t kQsOff, size_t kQhOff>
+struct WUnsigned {
+  static constexpr size_t kBytes = kBytes_;
+  static constexpr bool kMin = kMin_;
+  static constexpr int kOff = kOff_;
+  struct W {
+    __m256i q;
+  };
+  struct A {
+    __m256i a;
+  };
   static MM_INLINE W load(const uint8_t* b) {
-    return {nibbles5(b + offsetof(BlockQ5_0, qs), b + offsetof(BlockQ5_0, qh))};
+    if constexpr (kFive)
+      return {nibbles5(b + kQsOff, b + kQhOff)};
+    else
+      return {nibbles(b + kQsOff)};
   }
-  static MM_INLINE A act(const int8_t* a) { return A::make(a); }
-  static MM_INLINE __m256i dot(const W& w, const A& a) {
-    return _mm256_madd_epi16(_mm256_sub_epi16(_mm256_maddubs_epi16(w.q, a.a), a.c), ones16());
-  }
-};
-
-struct WQ4_1 {
-  static constexpr size_t kBytes = sizeof(BlockQ4_1);
-  static constexpr bool kMin = true;
-  using W = UnsignedW;
-  using A = MinAct;
-  static MM_INLINE W load(const uint8_t* b) { return {nibbles(b + 4)}; }
-  static MM_INLINE A act(const int8_t* a) { return A::make(a); }
+  static MM_INLINE A act(const int8_t* a) { return {loadu256(a)}; }
   static MM_INLINE __m256i dot(const W& w, const A& a) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(w.q, a.a), ones16());
   }
 };
 
-struct WQ5_1 {
-  static constexpr size_t kBytes = sizeof(BlockQ5_1);
-  static constexpr bool kMin = true;
-  using W = UnsignedW;
-  using A = MinAct;
-  static MM_INLINE W load(const uint8_t* b) {
-    return {nibbles5(b + offsetof(BlockQ5_1, qs), b + offsetof(BlockQ5_1, qh))};
-  }
-  static MM_INLINE A act(const int8_t* a) { return A::make(a); }
-  static MM_INLINE __m256i dot(const W& w, const A& a) {
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(w.q, a.a), ones16());
-  }
-};
+using WQ4_0 = WUnsigned<sizeof(BlockQ4_0), false, 8, false, offsetof(BlockQ4_0, qs), 0>;
+using WQ5_0 =
+    WUnsigned<sizeof(BlockQ5_0), false, 16, true, offsetof(BlockQ5_0, qs), offsetof(BlockQ5_0, qh)>;
+using WQ4_1 = WUnsigned<sizeof(BlockQ4_1), true, 0, false, offsetof(BlockQ4_1, qs), 0>;
+using WQ5_1 =
+    WUnsigned<sizeof(BlockQ5_1), true, 0, true, offsetof(BlockQ5_1, qs), offsetof(BlockQ5_1, qh)>;
 
-// Per (row, token): acc += float(I_b lanes) · (dw·da) [+ float(S_b lanes) · (mw·da)].
-template <class WT>
+// Per (row, token) and block b: acc += float(I_b lanes) · (dw·da) [+ (S_b, 0, ..) · (mw·da)].
+// A chunk of blocks first has its scale products dw_i·da_j (and offsets) written to a small
+// table; the dot pass then broadcasts them from memory, leaving the multiply pipes to the
+// integer products and the accumulating FMA.
+template <class WT, int kRP_, int kTP_>
 struct KLegacy {
-  static constexpr int kRD = 4, kRP = 2, kTP = 4;
+  static constexpr int kRD = 4, kRP = kRP_, kTP = kTP_;
+  static constexpr int kChunk = 16;
 
   template <int R, int T>
-  static void tile(const Ctx& c, int64_t r, int64_t t0) {
+  __attribute__((noinline)) static void tile(const Ctx& c, int64_t r, int64_t t0) {
     const int64_t nb = c.w.n_cols / 32;
     const uint8_t* wr[R];
+#pragma GCC unroll 8
     for (int i = 0; i < R; ++i) wr[i] = c.w.row(r + i);
     const int8_t* aq[T];
     const float* ad[T];
+    const int16_t* as[T];
+#pragma GCC unroll 8
     for (int j = 0; j < T; ++j) {
       aq[j] = c.x.qs(t0 + j);
       ad[j] = c.x.d(t0 + j);
+      as[j] = c.x.sums(t0 + j);
     }
     __m256 acc[R][T];
+#pragma GCC unroll 8
     for (int i = 0; i < R; ++i)
+#pragma GCC unroll 8
       for (int j = 0; j < T; ++j) acc[i][j] = _mm256_setzero_ps();
+    alignas(32) float sd[kChunk][T][8];
+    [[maybe_unused]] alignas(32) float sm[kChunk][T][8];
+    [[maybe_unused]] alignas(32) int32_t corr[kChunk][T][8];  // (off·S_b, 0, .., 0)
 
-    for (int64_t b = 0; b < nb; ++b) {
-      const uint8_t* blk[R];
-      for (int i = 0; i < R; ++i) blk[i] = wr[i] + b * WT::kBytes;
-      __m256 dw[R];
-      load_scales<R>(blk, 0, dw);
-      [[maybe_unused]] __m256 mw[R];
-      if constexpr (WT::kMin) load_scales<R>(blk, 2, mw);
-      typename WT::W wv[R];
+    for (int64_t b0 = 0; b0 < nb; b0 += kChunk) {
+      const int n = static_cast<int>(std::min<int64_t>(kChunk, nb - b0));
+      for (int k = 0; k < n; ++k) {
+        const uint8_t* blk[R];
 #pragma GCC unroll 8
-      for (int i = 0; i < R; ++i) wv[i] = WT::load(blk[i]);
+        for (int i = 0; i < R; ++i) blk[i] = wr[i] + (b0 + k) * WT::kBytes;
+        const __m256 dw = packed_scales<R>(blk, 0);
+        [[maybe_unused]] __m256 mw;
+        if constexpr (WT::kMin) mw = packed_scales<R>(blk, 2);
 #pragma GCC unroll 8
-      for (int j = 0; j < T; ++j) {
-        const typename WT::A av = WT::act(aq[j] + 32 * b);
-        const __m256 da = _mm256_broadcast_ss(ad[j] + b);
+        for (int j = 0; j < T; ++j) {
+          const __m256 da = _mm256_broadcast_ss(ad[j] + b0 + k);
+          _mm256_store_ps(sd[k][j], _mm256_mul_ps(dw, da));
+          if constexpr (WT::kMin) _mm256_store_ps(sm[k][j], _mm256_mul_ps(mw, da));
+          if constexpr (WT::kMin || WT::kOff != 0)
+            _mm256_store_si256(
+                reinterpret_cast<__m256i*>(corr[k][j]),
+                _mm256_setr_epi32((WT::kMin ? 1 : WT::kOff) * as[j][b0 + k], 0, 0, 0, 0, 0, 0, 0));
+        }
+      }
+      for (int k = 0; k < n; ++k) {
+        const int64_t b = b0 + k;
+        typename WT::W wv[R];
 #pragma GCC unroll 8
-        for (int i = 0; i < R; ++i) {
-          const __m256 prod = _mm256_cvtepi32_ps(WT::dot(wv[i], av));
-          acc[i][j] = _mm256_fmadd_ps(prod, _mm256_mul_ps(dw[i], da), acc[i][j]);
+        for (int i = 0; i < R; ++i) wv[i] = WT::load(wr[i] + b * WT::kBytes);
+#pragma GCC unroll 8
+        for (int j = 0; j < T; ++j) {
+          const typename WT::A av = WT::act(aq[j] + 32 * b);
+          [[maybe_unused]] __m256 sf;
           if constexpr (WT::kMin)
-            acc[i][j] = _mm256_fmadd_ps(av.sf, _mm256_mul_ps(mw[i], da), acc[i][j]);
+            sf =
+                _mm256_cvtepi32_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(corr[k][j])));
+#pragma GCC unroll 8
+          for (int i = 0; i < R; ++i) {
+            __m256i p = WT::dot(wv[i], av);
+            if constexpr (WT::kOff != 0)
+              p = _mm256_sub_epi32(p,
+                                   _mm256_load_si256(reinterpret_cast<const __m256i*>(corr[k][j])));
+            acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_broadcast_ss(&sd[k][j][i]),
+                                        acc[i][j]);
+            if constexpr (WT::kMin)
+              acc[i][j] = _mm256_fmadd_ps(sf, _mm256_broadcast_ss(&sm[k][j][i]), acc[i][j]);
+          }
         }
       }
     }
+#pragma GCC unroll 8
     for (int i = 0; i < R; ++i)
+#pragma GCC unroll 8
       for (int j = 0; j < T; ++j) c.y[(t0 + j) * c.ys + r + i] = hsum(acc[i][j]);
   }
 };
@@ -310,7 +316,7 @@ struct KQ45K {
   static constexpr int kRD = 1, kRP = 1, kTP = 4;
 
   template <int R, int T>
-  static void tile(const Ctx& c, int64_t r, int64_t t0) {
+  __attribute__((noinline)) static void tile(const Ctx& c, int64_t r, int64_t t0) {
     static_assert(R == 1);
     const int64_t nsb = c.w.n_cols / 256;
     const uint8_t* row = c.w.row(r);
@@ -318,6 +324,7 @@ struct KQ45K {
     const float* ad[T];
     const int16_t* bs[T];
     __m256 acc[T];
+#pragma GCC unroll 8
     for (int j = 0; j < T; ++j) {
       aq[j] = c.x.qs(t0 + j);
       ad[j] = c.x.d(t0 + j);
@@ -345,6 +352,7 @@ struct KQ45K {
       if constexpr (kQ5) qh = loadu256(blk + offsetof(BlockQ5_K, qh));
 
       __m256i isum[T];
+#pragma GCC unroll 8
       for (int j = 0; j < T; ++j) isum[j] = _mm256_setzero_si256();
 #pragma GCC unroll 4
       for (int q = 0; q < 4; ++q) {
@@ -374,6 +382,7 @@ struct KQ45K {
         acc[j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(imin), _mm256_mul_ps(dmin, da), acc[j]);
       }
     }
+#pragma GCC unroll 8
     for (int j = 0; j < T; ++j) c.y[(t0 + j) * c.ys + r] = hsum(acc[j]);
   }
 };
@@ -382,7 +391,7 @@ struct KQ6K {
   static constexpr int kRD = 1, kRP = 1, kTP = 4;
 
   template <int R, int T>
-  static void tile(const Ctx& c, int64_t r, int64_t t0) {
+  __attribute__((noinline)) static void tile(const Ctx& c, int64_t r, int64_t t0) {
     static_assert(R == 1);
     const int64_t nsb = c.w.n_cols / 256;
     const uint8_t* row = c.w.row(r);
@@ -390,6 +399,7 @@ struct KQ6K {
     const float* ad[T];
     const int16_t* bs[T];
     __m256 acc[T];
+#pragma GCC unroll 8
     for (int j = 0; j < T; ++j) {
       aq[j] = c.x.qs(t0 + j);
       ad[j] = c.x.d(t0 + j);
@@ -402,6 +412,7 @@ struct KQ6K {
       const __m256i sc16 = _mm256_cvtepi8_epi16(loadu128(blk + offsetof(BlockQ6_K, scales)));
       const __m256 d = _mm256_set1_ps(h2f(ld16(blk + offsetof(BlockQ6_K, d))));
       __m256i isum[T];
+#pragma GCC unroll 8
       for (int j = 0; j < T; ++j) isum[j] = _mm256_setzero_si256();
 #pragma GCC unroll 2
       for (int h = 0; h < 2; ++h) {
@@ -458,6 +469,7 @@ struct KQ6K {
                                  _mm256_mul_ps(d, da), acc[j]);
       }
     }
+#pragma GCC unroll 8
     for (int j = 0; j < T; ++j) c.y[(t0 + j) * c.ys + r] = hsum(acc[j]);
   }
 };
@@ -495,13 +507,16 @@ struct KFloat {
   }
 
   template <int R, int T>
-  static void tile(const Ctx& c, int64_t r, int64_t t0) {
+  __attribute__((noinline)) static void tile(const Ctx& c, int64_t r, int64_t t0) {
     const int64_t n = c.w.n_cols, n8 = n / 8 * 8;
     const uint8_t* wr[R];
+#pragma GCC unroll 8
     for (int i = 0; i < R; ++i) wr[i] = c.w.row(r + i);
     const float* xr[T];
+#pragma GCC unroll 8
     for (int j = 0; j < T; ++j) xr[j] = c.x.f32(t0 + j);
     __m256 acc[R][T];
+#pragma GCC unroll 8
     for (int i = 0; i < R; ++i)
       for (int j = 0; j < T; ++j) acc[i][j] = _mm256_setzero_ps();
     for (int64_t k = 0; k < n8; k += 8) {
@@ -515,6 +530,7 @@ struct KFloat {
         for (int i = 0; i < R; ++i) acc[i][j] = _mm256_fmadd_ps(wv[i], xv, acc[i][j]);
       }
     }
+#pragma GCC unroll 8
     for (int i = 0; i < R; ++i)
       for (int j = 0; j < T; ++j) {
         float s = hsum(acc[i][j]);
@@ -669,6 +685,13 @@ bool avx2_has_kernel(TensorType w) {
   }
 }
 
+#ifndef LEG_Q8_0
+#define LEG_Q8_0 2, 4
+#define LEG_Q4_0 4, 2
+#define LEG_Q4_1 4, 2
+#define LEG_Q5_0 4, 2
+#define LEG_Q5_1 4, 2
+#endif
 bool rows_avx2(const MatrixView& w, const Acts& x, float* y, int64_t y_stride, int64_t r0,
                int64_t r1) {
   const Ctx c{w, x, y, y_stride};
@@ -683,19 +706,19 @@ bool rows_avx2(const MatrixView& w, const Acts& x, float* y, int64_t y_stride, i
       drive<KFloat<TensorType::BF16>>(c, r0, r1);
       return true;
     case TensorType::Q8_0:
-      drive<KLegacy<WQ8_0>>(c, r0, r1);
+      drive<KLegacy<WQ8_0, LEG_Q8_0>>(c, r0, r1);
       return true;
     case TensorType::Q4_0:
-      drive<KLegacy<WQ4_0>>(c, r0, r1);
+      drive<KLegacy<WQ4_0, LEG_Q4_0>>(c, r0, r1);
       return true;
     case TensorType::Q4_1:
-      drive<KLegacy<WQ4_1>>(c, r0, r1);
+      drive<KLegacy<WQ4_1, LEG_Q4_1>>(c, r0, r1);
       return true;
     case TensorType::Q5_0:
-      drive<KLegacy<WQ5_0>>(c, r0, r1);
+      drive<KLegacy<WQ5_0, LEG_Q5_0>>(c, r0, r1);
       return true;
     case TensorType::Q5_1:
-      drive<KLegacy<WQ5_1>>(c, r0, r1);
+      drive<KLegacy<WQ5_1, LEG_Q5_1>>(c, r0, r1);
       return true;
     case TensorType::Q4_K:
       drive<KQ45K<false>>(c, r0, r1);

@@ -1,0 +1,315 @@
+// matmul kernel figures: decode (n_tok = 1) weight bandwidth against the machine's measured
+// read bandwidth, and prefill (n_tok = 512) GOPS (2·rows·cols·tokens / s, activation
+// quantization included), per weight type, for 1 and 2 threads (or -t N).
+//
+// Decode rotates over enough copies of the matrix to exceed the last-level cache, as a forward
+// pass streams every layer's weights once per token.
+//
+//   matmul_bench [-t 1,2] [--types q8_0,q4_0,...] [--quick] [--no-prefill] [--no-lm-head]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ops/cpu_features.h"
+#include "ops/matmul.h"
+#include "ops/thread_pool.h"
+#include "quant/blocks.h"
+#include "quant/half.h"
+#include "quant/types.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+using namespace hearth;
+using namespace hearth::ops;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Random but well-formed weights: finite small floats, block scales of a sane magnitude (the
+// kernels' speed does not depend on the values).
+std::vector<uint8_t> make_weights(TensorType t, int64_t rows, int64_t cols, uint32_t seed) {
+  const size_t bytes = row_bytes(t, cols) * static_cast<size_t>(rows);
+  std::vector<uint8_t> w(bytes);
+  uint64_t s = 0x9E3779B97F4A7C15ull * (seed + 1);
+  auto next = [&] {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    return s;
+  };
+  size_t i = 0;
+  for (; i + 8 <= bytes; i += 8) {
+    const uint64_t v = next();
+    std::memcpy(w.data() + i, &v, 8);
+  }
+  for (; i < bytes; ++i) w[i] = static_cast<uint8_t>(next());
+  auto patch16 = [&](size_t stride, size_t off, uint16_t and_mask, uint16_t or_mask) {
+    for (size_t p = off; p + 2 <= bytes; p += stride) {
+      uint16_t h;
+      std::memcpy(&h, w.data() + p, 2);
+      h = static_cast<uint16_t>((h & and_mask) | or_mask);
+      std::memcpy(w.data() + p, &h, 2);
+    }
+  };
+  const size_t bb = traits(t).block_bytes;
+  switch (t) {
+    case TensorType::F32:
+      for (size_t p = 0; p + 4 <= bytes; p += 4) {
+        uint32_t u;
+        std::memcpy(&u, w.data() + p, 4);
+        u = (u & 0x807FFFFFu) | 0x3C000000u;
+        std::memcpy(w.data() + p, &u, 4);
+      }
+      break;
+    case TensorType::F16:
+      patch16(2, 0, 0x83FF, 0x2C00);
+      break;
+    case TensorType::BF16:
+      patch16(2, 0, 0x807F, 0x3C00);
+      break;
+    case TensorType::Q6_K:
+      patch16(bb, offsetof(BlockQ6_K, d), 0x03FF, 0x1C00);
+      break;
+    default:
+      patch16(bb, 0, 0x03FF, 0x1C00);
+      if (t == TensorType::Q4_1 || t == TensorType::Q5_1 || t == TensorType::Q4_K ||
+          t == TensorType::Q5_K)
+        patch16(bb, 2, 0x03FF, 0x1C00);
+      break;
+  }
+  return w;
+}
+
+MatrixView view_of(const std::vector<uint8_t>& w, TensorType t, int64_t rows, int64_t cols) {
+  MatrixView m;
+  m.name = "bench";
+  m.type = t;
+  m.data = w.data();
+  m.n_rows = rows;
+  m.n_cols = cols;
+  m.row_stride = row_bytes(t, cols);
+  return m;
+}
+
+std::vector<float> random_x(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(n));
+  for (auto& v : x) v = d(rng);
+  return x;
+}
+
+uint64_t sum_plain(const uint8_t* p, size_t n) {
+  uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  for (size_t i = 0; i + 32 <= n; i += 32) {
+    uint64_t v[4];
+    std::memcpy(v, p + i, 32);
+    s0 += v[0];
+    s1 += v[1];
+    s2 += v[2];
+    s3 += v[3];
+  }
+  return s0 + s1 + s2 + s3;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) uint64_t sum_avx2(const uint8_t* p, size_t n) {
+  __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+  for (size_t i = 0; i + 128 <= n; i += 128) {
+    a0 = _mm256_add_epi64(a0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i)));
+    a1 = _mm256_add_epi64(a1, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 32)));
+    a2 = _mm256_add_epi64(a2, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 64)));
+    a3 = _mm256_add_epi64(a3, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 96)));
+  }
+  alignas(32) uint64_t l[4];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(l),
+                     _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3)));
+  return l[0] + l[1] + l[2] + l[3];
+}
+#endif
+
+// Read bandwidth: the threads sum a 1 GiB buffer in 4 MiB pieces; best of 5 passes.
+double measure_read_bw(ThreadPool& pool) {
+  const size_t bytes = size_t{1} << 30;
+  std::vector<uint8_t> buf(bytes, 1);
+  const int64_t n_tasks = 256;
+  const size_t per = bytes / n_tasks;
+  std::vector<uint64_t> sink(64 * 8, 0);
+#if defined(__x86_64__)
+  const bool avx2 = cpu_features().avx2;
+#else
+  const bool avx2 = false;
+#endif
+  auto pass = [&] {
+    pool.parallel_for(n_tasks, [&](int64_t task, int thread) {
+      const uint8_t* p = buf.data() + static_cast<size_t>(task) * per;
+#if defined(__x86_64__)
+      const uint64_t s = avx2 ? sum_avx2(p, per) : sum_plain(p, per);
+#else
+      const uint64_t s = sum_plain(p, per);
+#endif
+      sink[static_cast<size_t>(thread % 64) * 8] += s;
+    });
+  };
+  (void)avx2;
+  pass();
+  double best = 0;
+  for (int r = 0; r < 5; ++r) {
+    const auto t0 = Clock::now();
+    pass();
+    best = std::max(best, static_cast<double>(bytes) / seconds_since(t0) / 1e9);
+  }
+  if (sink[0] == 42) std::printf(" ");
+  return best;
+}
+
+struct DecodeResult {
+  double gbps = 0, us = 0;
+};
+
+// n_tok = 1 over `copies` distinct matrices in turn, for at least `min_s` seconds.
+DecodeResult bench_decode(TensorType t, int64_t rows, int64_t cols, ThreadPool& pool,
+                          size_t min_bytes, double min_s) {
+  const size_t mat_bytes = row_bytes(t, cols) * static_cast<size_t>(rows);
+  const size_t copies = std::max<size_t>(1, (min_bytes + mat_bytes - 1) / mat_bytes);
+  std::vector<std::vector<uint8_t>> ws;
+  ws.push_back(make_weights(t, rows, cols, 1));
+  for (size_t c = 1; c < copies; ++c) ws.push_back(ws[0]);
+  const auto x = random_x(cols, 2);
+  std::vector<float> y(static_cast<size_t>(rows));
+  for (auto& w : ws) matmul(view_of(w, t, rows, cols), x.data(), 1, y.data(), pool);  // warm
+  size_t calls = 0;
+  const auto t0 = Clock::now();
+  double el = 0;
+  do {
+    for (auto& w : ws) matmul(view_of(w, t, rows, cols), x.data(), 1, y.data(), pool);
+    calls += ws.size();
+    el = seconds_since(t0);
+  } while (el < min_s);
+  DecodeResult r;
+  r.gbps = static_cast<double>(mat_bytes) * static_cast<double>(calls) / el / 1e9;
+  r.us = el / static_cast<double>(calls) * 1e6;
+  return r;
+}
+
+double bench_prefill(TensorType t, int64_t rows, int64_t cols, int64_t n_tok, ThreadPool& pool,
+                     double min_s) {
+  const auto w = make_weights(t, rows, cols, 3);
+  const MatrixView m = view_of(w, t, rows, cols);
+  const auto x = random_x(n_tok * cols, 4);
+  std::vector<float> y(static_cast<size_t>(rows * n_tok));
+  matmul(m, x.data(), n_tok, y.data(), pool);
+  int calls = 0;
+  const auto t0 = Clock::now();
+  double el = 0;
+  do {
+    matmul(m, x.data(), n_tok, y.data(), pool);
+    ++calls;
+    el = seconds_since(t0);
+  } while (el < min_s);
+  return 2.0 * static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(n_tok) *
+         calls / el / 1e9;
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  size_t p = 0;
+  while (p <= s.size()) {
+    const size_t q = s.find(',', p);
+    out.push_back(s.substr(p, q == std::string::npos ? std::string::npos : q - p));
+    if (q == std::string::npos) break;
+    p = q + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<int> threads = {1, 2};
+  std::vector<TensorType> types = {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q4_K,
+                                   TensorType::Q6_K, TensorType::F16,  TensorType::BF16,
+                                   TensorType::F32,  TensorType::Q4_1, TensorType::Q5_0,
+                                   TensorType::Q5_1, TensorType::Q5_K};
+  bool quick = false, prefill = true, lm_head = true;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if ((a == "-t" || a == "--threads") && i + 1 < argc) {
+      threads.clear();
+      for (const auto& s : split(argv[++i])) threads.push_back(std::atoi(s.c_str()));
+    } else if (a == "--types" && i + 1 < argc) {
+      types.clear();
+      for (const auto& s : split(argv[++i])) {
+        const auto t = type_from_name(s);
+        if (!t || !matmul_supported(*t)) {
+          std::fprintf(stderr, "unknown or unsupported type %s\n", s.c_str());
+          return 2;
+        }
+        types.push_back(*t);
+      }
+    } else if (a == "--quick") {
+      quick = true;
+    } else if (a == "--no-prefill") {
+      prefill = false;
+    } else if (a == "--no-lm-head") {
+      lm_head = false;
+    } else {
+      std::fprintf(stderr,
+                   "usage: matmul_bench [-t 1,2] [--types q8_0,q4_0,...] [--quick] "
+                   "[--no-prefill] [--no-lm-head]\n");
+      return 2;
+    }
+  }
+  const double min_s = quick ? 0.3 : 1.0;
+  const size_t rotate_bytes = size_t{256} << 20;  // well past the 32 MiB L3
+  std::printf("simd: %s (%s)\n", simd_level_name(simd_level()), cpu_features().summary().c_str());
+
+  for (int nt : threads) {
+    ThreadPool pool(nt);
+    const double bw = measure_read_bw(pool);
+    std::printf("\n== %d thread%s: measured read bandwidth %.1f GB/s ==\n", nt, nt > 1 ? "s" : "",
+                bw);
+    std::printf("%-5s | %-21s | %-21s | %-21s | %-14s | %-14s\n", "type", "decode 1024x3072",
+                "decode 3072x1024", "decode 151936x1024", "pp512 1024x3072", "pp512 3072x1024");
+    std::printf("%-5s | %-21s | %-21s | %-21s | %-14s | %-14s\n", "", "(cols x rows) GB/s %bw",
+                "GB/s %bw", "GB/s %bw", "GOPS", "GOPS");
+    for (TensorType t : types) {
+      const bool simd = matmul_has_simd_kernel(t);
+      std::printf("%-5s |", std::string(type_name(t)).c_str());
+      std::fflush(stdout);
+      // (n_cols, n_rows): FFN up/gate shape, FFN down shape, output (lm head) shape.
+      const DecodeResult a = bench_decode(t, 3072, 1024, pool, rotate_bytes, min_s);
+      std::printf(" %6.1f %5.0f%% %6.0fus |", a.gbps, 100 * a.gbps / bw, a.us);
+      std::fflush(stdout);
+      const DecodeResult b = bench_decode(t, 1024, 3072, pool, rotate_bytes, min_s);
+      std::printf(" %6.1f %5.0f%% %6.0fus |", b.gbps, 100 * b.gbps / bw, b.us);
+      std::fflush(stdout);
+      if (lm_head) {
+        const DecodeResult c = bench_decode(t, 151936, 1024, pool, 0, min_s);
+        std::printf(" %6.1f %5.0f%% %6.0fus |", c.gbps, 100 * c.gbps / bw, c.us);
+      } else {
+        std::printf(" %21s |", "-");
+      }
+      std::fflush(stdout);
+      if (prefill) {
+        std::printf(" %14.1f |", bench_prefill(t, 3072, 1024, 512, pool, min_s));
+        std::fflush(stdout);
+        std::printf(" %14.1f", bench_prefill(t, 1024, 3072, 512, pool, min_s));
+      }
+      std::printf("%s\n", simd ? "" : "  (scalar path)");
+    }
+  }
+  return 0;
+}
