@@ -234,3 +234,102 @@ TEST(FastForward, ErrorsMatchReference) {
 
 }  // namespace
 }  // namespace hearth
+
+namespace hearth {
+namespace {
+
+// Several sequences in one batch, over a shared arena with interleaved (non-contiguous) block
+// tables, give the logits each gives alone — bit for bit.
+class BatchInvariance : public ::testing::TestWithParam<std::tuple<std::string, TensorType>> {};
+
+TEST_P(BatchInvariance, MixedBatchEqualsAlone) {
+  const auto& [name, kv_type] = GetParam();
+  HEARTH_SHARED_OR_SKIP(model_path, "models/synthetic/" + name + ".gguf");
+  auto model = Model::load(model_path);
+  ops::ThreadPool pool(2);
+  const int64_t bt = 16;
+  KvArena arena;
+  arena.layout = kv_layout_for(model->hparams(), kv_type, bt);
+  arena.n_layer = model->hparams().n_layer;
+  arena.n_blocks = 24;
+  std::vector<uint8_t> mem(arena.block_stride() * 24);
+  arena.base = mem.data();
+  const size_t V = static_cast<size_t>(model->hparams().n_vocab);
+
+  std::vector<std::vector<int32_t>> prompts = {{}, {}, {}};
+  for (int i = 0; i < 45; ++i) prompts[0].push_back(3 + (i * 31) % 500);
+  for (int i = 0; i < 9; ++i) prompts[1].push_back(7 + (i * 17) % 500);
+  for (int i = 0; i < 30; ++i) prompts[2].push_back(11 + (i * 13) % 500);
+  // Interleaved block tables: sequence s owns blocks s, s+3, s+6, ...
+  std::vector<std::vector<int32_t>> tables(3);
+  for (int32_t b = 0; b < 24; ++b) tables[static_cast<size_t>(b % 3)].push_back(b);
+
+  // Alone: each sequence prefilled at once.
+  std::vector<std::vector<float>> alone;
+  BatchForward fwd(*model, pool);
+  for (size_t s = 0; s < 3; ++s) {
+    const SeqBatch one{prompts[s], 0, tables[s], Logits::All};
+    alone.push_back(fwd.forward(std::span(&one, 1), arena));
+  }
+  // Together, in uneven chunks per step (5, 7 and 3 tokens), mixing prefill of all three.
+  std::vector<int64_t> done(3, 0);
+  const int64_t chunk[3] = {5, 7, 3};
+  while (done[0] < 45 || done[1] < 9 || done[2] < 30) {
+    std::vector<SeqBatch> batch;
+    std::vector<size_t> who;
+    for (size_t s = 0; s < 3; ++s) {
+      const int64_t n =
+          std::min<int64_t>(chunk[s], static_cast<int64_t>(prompts[s].size()) - done[s]);
+      if (n <= 0) continue;
+      batch.push_back(
+          {std::span(prompts[s]).subspan(static_cast<size_t>(done[s]), static_cast<size_t>(n)),
+           done[s], tables[s], Logits::All});
+      who.push_back(s);
+    }
+    const std::vector<float> got = fwd.forward(batch, arena);
+    size_t row = 0;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const size_t s = who[i];
+      for (size_t t = 0; t < batch[i].tokens.size(); ++t, ++row) {
+        const size_t at = static_cast<size_t>(done[s]) + t;
+        ASSERT_TRUE(std::equal(got.begin() + static_cast<ptrdiff_t>(row * V),
+                               got.begin() + static_cast<ptrdiff_t>((row + 1) * V),
+                               alone[s].begin() + static_cast<ptrdiff_t>(at * V)))
+            << "sequence " << s << " token " << at;
+      }
+      done[s] += static_cast<int64_t>(batch[i].tokens.size());
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, BatchInvariance,
+                         ::testing::Values(std::make_tuple("llama-untied-Q8_0", TensorType::F16),
+                                           std::make_tuple("qwen2-Q4_K", TensorType::Q8_0),
+                                           std::make_tuple("qwen3-Q6_K", TensorType::F16),
+                                           std::make_tuple("qwen3-Q8_0", TensorType::Q8_0)));
+
+TEST(BatchForwardErrors, BadBlocksAndTokensAreRejected) {
+  HEARTH_SHARED_OR_SKIP(model_path, "models/synthetic/qwen3-F32.gguf");
+  auto model = Model::load(model_path);
+  ops::ThreadPool pool(1);
+  KvArena arena;
+  arena.layout = kv_layout_for(model->hparams(), TensorType::F16, 16);
+  arena.n_layer = model->hparams().n_layer;
+  arena.n_blocks = 2;
+  std::vector<uint8_t> mem(arena.block_stride() * 2);
+  arena.base = mem.data();
+  BatchForward fwd(*model, pool);
+  std::vector<int32_t> toks(20, 5), one_block = {0}, bad_block = {0, 7}, ok = {0, 1};
+  const SeqBatch too_short{toks, 0, one_block, Logits::Last};
+  EXPECT_THROW(fwd.forward(std::span(&too_short, 1), arena), Error);
+  const SeqBatch out_of_range{toks, 0, bad_block, Logits::Last};
+  EXPECT_THROW(fwd.forward(std::span(&out_of_range, 1), arena), Error);
+  std::vector<int32_t> bad_tok = {1, 100000};
+  const SeqBatch bad_id{bad_tok, 0, ok, Logits::Last};
+  EXPECT_THROW(fwd.forward(std::span(&bad_id, 1), arena), Error);
+  const SeqBatch none{toks, 0, ok, Logits::None};
+  EXPECT_TRUE(fwd.forward(std::span(&none, 1), arena).empty());
+}
+
+}  // namespace
+}  // namespace hearth

@@ -1,0 +1,53 @@
+// The forward pass over a mixed batch: several sequences, each with new tokens at its own
+// positions and its K/V in arena blocks listed by a block table. All tokens of the batch share
+// one pass over the weights; attention runs per sequence over its blocks. A sequence's logits
+// are bit-identical whether it runs alone or with others, and however its prompt is chunked.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "model/kv_arena.h"
+#include "model/weights.h"
+#include "ops/matmul.h"
+#include "ops/reference.h"
+#include "ops/thread_pool.h"
+
+namespace hearth {
+
+enum class Logits { None, Last, All };
+
+struct SeqBatch {
+  std::span<const int32_t> tokens;  // new tokens, at positions pos0, pos0+1, ...
+  int64_t pos0 = 0;                 // tokens before pos0 already have K/V in the blocks
+  std::span<const int32_t> blocks;  // block ids covering positions [0, pos0 + tokens.size())
+  Logits logits = Logits::Last;
+};
+
+class BatchForward {
+ public:
+  BatchForward(const Model& model, ops::ThreadPool& pool);
+
+  // Runs the batch, writing each new token's K/V into its block. Returns the requested logits,
+  // sequence by sequence (All: one row per token; Last: one row; None: nothing), n_vocab each.
+  // Malformed input (bad ids, blocks that do not cover the positions) is an Error and changes
+  // nothing.
+  std::vector<float> forward(std::span<const SeqBatch> batch, const KvArena& kv);
+
+  const Model& model() const { return model_; }
+  ops::ThreadPool& pool() { return pool_; }
+
+ private:
+  const float* rope_table(int64_t pos);  // cos then sin, n_rot/2 each
+  void matmul(const MatrixView& w, const float* x, int64_t n_tok, float* y);
+
+  const Model& model_;
+  ops::ThreadPool& pool_;
+  ref::RopeConfig rope_;
+  std::vector<float> rope_cache_;
+  ops::QuantizedActivations qx_;
+  std::vector<const uint8_t*> k_ptrs_, v_ptrs_;
+};
+
+}  // namespace hearth

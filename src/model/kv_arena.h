@@ -1,0 +1,30 @@
+// The model's view of KV memory: blocks of `layout.block_tokens` tokens, each holding every
+// layer's K then V block back to back. Who owns the memory and which blocks a sequence uses
+// (refcounts, prefix sharing) is the kv/ layer's business; the forward pass only addresses it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ops/attention.h"
+
+namespace hearth {
+
+struct KvArena {
+  ops::KvLayout layout;
+  int64_t n_layer = 0;
+  uint8_t* base = nullptr;
+  int32_t n_blocks = 0;
+
+  size_t layer_stride() const { return 2 * layout.block_bytes(); }
+  size_t block_stride() const { return layer_stride() * static_cast<size_t>(n_layer); }
+  uint8_t* k(int32_t block, int64_t layer) const {
+    return base + static_cast<size_t>(block) * block_stride() +
+           static_cast<size_t>(layer) * layer_stride();
+  }
+  uint8_t* v(int32_t block, int64_t layer) const { return k(block, layer) + layout.block_bytes(); }
+  // K+V bytes of one token over all layers.
+  size_t bytes_per_token() const { return 2 * layout.token_bytes() * static_cast<size_t>(n_layer); }
+};
+
+}  // namespace hearth
