@@ -13,6 +13,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ops/attention.h"
@@ -100,6 +101,56 @@ double measure_read_bw(ThreadPool& pool) {
   return sink.load() ? best : 0;
 }
 
+// Thread-pool fork-join round trip with 2 threads: a region of 2 tasks that each wait for the
+// other to start (so both threads must take part), back to back (workers spinning), after an
+// idle gap longer than the spin window (workers asleep), and back to back with spinning off.
+void pool_latency() {
+  ThreadPool pool(2);
+  std::atomic<int> started{0};
+  int64_t target = 0;
+  const auto both = [&](int64_t, int) {
+    started.fetch_add(1, std::memory_order_acq_rel);
+    while (started.load(std::memory_order_acquire) < target) {
+    }
+  };
+  auto region = [&] {
+    target += 2;
+    pool.parallel_for(2, both);
+  };
+  auto back_to_back = [&](int n) {
+    for (int i = 0; i < 200; ++i) region();
+    double best = 1e30;
+    for (int rep = 0; rep < 5; ++rep) {
+      const auto t0 = Clock::now();
+      for (int i = 0; i < n; ++i) region();
+      best = std::min(best, seconds_since(t0) / n);
+    }
+    return best * 1e6;
+  };
+  const double spin = back_to_back(20000);
+  std::vector<double> woken;
+  for (int i = 0; i < 40; ++i) {
+    std::this_thread::sleep_for(std::chrono::microseconds(pool.spin_us() + 3000));
+    const auto t0 = Clock::now();
+    region();
+    woken.push_back(seconds_since(t0) * 1e6);
+  }
+  std::sort(woken.begin(), woken.end());
+  pool.set_spin_us(0);
+  const double nospin = back_to_back(2000);
+  const auto noop = [](int64_t, int) {};
+  pool.set_spin_us(ThreadPool::kDefaultSpinUs);
+  for (int i = 0; i < 1000; ++i) pool.parallel_for(2, noop);
+  auto t0 = Clock::now();
+  for (int i = 0; i < 100000; ++i) pool.parallel_for(2, noop);
+  const double empty = seconds_since(t0) / 100000 * 1e6;
+  std::printf(
+      "thread pool (2 threads, spin window %d us): fork-join %.2f us back-to-back "
+      "(spinning), %.1f us median from sleep, %.1f us back-to-back with spinning off; "
+      "empty region %.3f us\n",
+      ThreadPool::kDefaultSpinUs, spin, woken[woken.size() / 2], nospin, empty);
+}
+
 // Multiply-adds of attention for n_q queries at positions pos0.. (QK and PV, 2 flops each).
 double attention_flops(const Shape& s, int64_t n_q, int64_t pos0) {
   double positions = 0;
@@ -149,6 +200,7 @@ int main(int argc, char** argv) {
       shape.name, static_cast<long long>(shape.n_head), static_cast<long long>(shape.n_kv_head),
       static_cast<long long>(shape.head_dim), static_cast<long long>(layers), threads,
       simd_level_name(simd_level()));
+  if (threads >= 2) pool_latency();
   const double bw = measure_read_bw(pool);
   std::printf("measured read bandwidth (%d threads): %.1f GB/s\n\n", threads, bw);
 

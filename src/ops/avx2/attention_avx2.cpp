@@ -1,10 +1,11 @@
 // AVX2+FMA fused attention task (see attention_kernels.h for the reduction order it keeps).
-// Per tile of 32 KV positions, K and V rows are decoded once into f32 (F16 via F16C, Q8_0 via
-// d*q exactly like the reference dequantizer; F32 rows are read in place) and shared by every
-// query vector of the task: the GQA group's heads times up to kAttnQueryRows query rows.
-// Scores and P*V come from register-blocked kernels over several query vectors at once;
-// blocking changes only which values share registers, never the sequence of operations that
-// produces any one value.
+// A task's query vectors (the GQA group's heads times up to kAttnQueryRows query rows) share
+// every K/V tile. With few of them (decode) the kernels read the encoded rows directly,
+// widening F16 with F16C and Q8_0 as q * d; with more (prefill) each tile's rows are first
+// decoded once into an f32 buffer that every query block then reads. Both produce exactly the
+// f32 values of the reference dequantizer, and scores and P*V come from register-blocked
+// kernels whose blocking changes only which values share registers, never the sequence of
+// operations that produces any one value - so the path taken does not change a bit.
 #include <immintrin.h>
 
 #include <algorithm>
