@@ -1,0 +1,384 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+
+#include "model/forward.h"
+#include "sampling/basic_sampler.h"
+#include "tokenizer/detokenizer.h"
+#include "util/error.h"
+
+namespace hearth {
+
+const char* finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::Stop:
+      return "stop";
+    case FinishReason::Length:
+      return "length";
+    case FinishReason::Cancelled:
+      return "cancelled";
+    case FinishReason::ContextFull:
+      return "context_full";
+    case FinishReason::Error:
+      return "error";
+  }
+  return "?";
+}
+
+struct Engine::Sequence {
+  int64_t id = 0;
+  GenerationRequest req;
+  std::vector<int32_t> tokens;  // prompt + generated
+  int64_t n_computed = 0;       // tokens whose K/V are in `blocks`
+  std::vector<int32_t> blocks;
+  BasicSampler sampler;
+  StreamingDetokenizer detok;
+  RequestStats stats;
+  Clock::time_point submitted, first_token;
+  bool scheduled_once = false;
+  bool cancelled = false;
+  int64_t admitted = 0;  // admission order (preemption picks the newest)
+
+  Sequence(GenerationRequest r, const Tokenizer& t)
+      : req(std::move(r)), sampler(req.temperature, req.seed), detok(t.streaming_detokenizer()) {}
+  void emit(const EngineEvent& e) const {
+    if (req.on_event) req.on_event(e);
+  }
+};
+
+namespace {
+
+size_t default_kv_bytes(const EngineOptions& o, const ops::KvLayout& l, int64_t n_layer) {
+  if (o.kv_bytes > 0) return o.kv_bytes;
+  return 2 * l.token_bytes() * static_cast<size_t>(n_layer) *
+         static_cast<size_t>(o.max_seq_tokens) * static_cast<size_t>(std::max(1, o.max_running));
+}
+
+}  // namespace
+
+Engine::Engine(const Model& model, const Tokenizer& tokenizer, EngineOptions options,
+               ops::ThreadPool& pool)
+    : model_(model),
+      tok_(tokenizer),
+      opt_(options),
+      fwd_(model, pool),
+      kv_(kv_layout_for(model.hparams(), options.kv_type, options.kv_block_tokens),
+          model.hparams().n_layer,
+          BlockPool::blocks_for_budget(
+              kv_layout_for(model.hparams(), options.kv_type, options.kv_block_tokens),
+              model.hparams().n_layer,
+              default_kv_bytes(
+                  options, kv_layout_for(model.hparams(), options.kv_type, options.kv_block_tokens),
+                  model.hparams().n_layer))) {
+  if (opt_.max_running <= 0 || opt_.max_queued < 0 || opt_.step_tokens <= 0 ||
+      opt_.max_seq_tokens <= 0)
+    fail("engine: limits must be positive");
+}
+
+Engine::~Engine() {
+  stop();
+}
+
+SubmitResult Engine::submit(GenerationRequest request) {
+  if (request.prompt.empty()) return {-1, "the prompt has no tokens"};
+  if (request.max_tokens < 0) return {-1, "max_tokens must be >= 0"};
+  for (int32_t id : request.prompt)
+    if (id < 0 || id >= model_.hparams().n_vocab)
+      return {-1, fmt::format("token id {} is out of range (vocabulary {})", id,
+                              model_.hparams().n_vocab)};
+  if (static_cast<int64_t>(request.prompt.size()) >= opt_.max_seq_tokens)
+    return {-1, fmt::format("the prompt has {} tokens; the context per sequence is {}",
+                            request.prompt.size(), opt_.max_seq_tokens)};
+  const int64_t need_blocks =
+      (static_cast<int64_t>(request.prompt.size()) + 1 + kv_.block_tokens() - 1) /
+      kv_.block_tokens();
+  if (need_blocks > kv_.n_blocks())
+    return {-1, fmt::format("the prompt needs {} KV blocks; the pool has {}", need_blocks,
+                            kv_.n_blocks())};
+  auto s = std::make_unique<Sequence>(std::move(request), tok_);
+  s->tokens = s->req.prompt;
+  s->stats.prompt_tokens = static_cast<int64_t>(s->tokens.size());
+  s->submitted = Clock::now();
+  std::lock_guard lock(mu_);
+  if (pending_ >= opt_.max_running + opt_.max_queued)
+    return {-1, fmt::format("busy: {} requests running or queued", pending_)};
+  s->id = next_id_++;
+  const int64_t id = s->id;
+  inbox_.push_back(std::move(s));
+  ++pending_;
+  cv_.notify_one();
+  return {id, ""};
+}
+
+void Engine::cancel(int64_t id) {
+  std::lock_guard lock(mu_);
+  cancels_.push_back(id);
+  cv_.notify_one();
+}
+
+int Engine::running() const {
+  return static_cast<int>(running_.size());
+}
+int Engine::queued() const {
+  return static_cast<int>(waiting_.size());
+}
+
+void Engine::take_inbox() {
+  std::vector<int64_t> cancels;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& s : inbox_) waiting_.push_back(std::move(s));
+    inbox_.clear();
+    cancels.swap(cancels_);
+  }
+  for (int64_t id : cancels) {
+    for (auto& s : running_)
+      if (s->id == id) s->cancelled = true;
+    for (auto& s : waiting_)
+      if (s->id == id) s->cancelled = true;
+  }
+}
+
+void Engine::finish(Sequence& s, FinishReason reason, const std::string& error) {
+  for (int32_t b : s.blocks) kv_.release(b);
+  s.blocks.clear();
+  EngineEvent e;
+  e.kind = EngineEvent::Kind::Token;
+  const std::string tail = s.detok.flush();
+  if (!tail.empty() && reason != FinishReason::Cancelled) {
+    e.request_id = s.id;
+    e.text = tail;
+    s.emit(e);
+  }
+  e = EngineEvent{};
+  e.kind = EngineEvent::Kind::Finished;
+  e.request_id = s.id;
+  e.reason = reason;
+  e.error = error;
+  e.stats = s.stats;
+  if (s.stats.generated_tokens > 0)
+    e.stats.decode_ms =
+        std::chrono::duration<double, std::milli>(Clock::now() - s.first_token).count();
+  s.emit(e);
+  std::lock_guard lock(mu_);
+  --pending_;
+}
+
+void Engine::preempt(Sequence& s) {
+  for (int32_t b : s.blocks) kv_.release(b);
+  s.blocks.clear();
+  s.n_computed = 0;  // recompute prompt + generated tokens when readmitted
+  ++s.stats.preemptions;
+}
+
+bool Engine::ensure_blocks(Sequence& s, int64_t n_tokens) {
+  const int64_t need = (n_tokens + kv_.block_tokens() - 1) / kv_.block_tokens();
+  while (static_cast<int64_t>(s.blocks.size()) < need) {
+    auto b = kv_.allocate();
+    if (!b) return false;
+    s.blocks.push_back(*b);
+  }
+  return true;
+}
+
+bool Engine::step() {
+  take_inbox();
+  // Cancellations and admissions happen at the step boundary.
+  for (auto it = running_.begin(); it != running_.end();) {
+    if ((*it)->cancelled) {
+      finish(**it, FinishReason::Cancelled);
+      it = running_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    if ((*it)->cancelled) {
+      finish(**it, FinishReason::Cancelled);
+      it = waiting_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  while (static_cast<int>(running_.size()) < opt_.max_running && !waiting_.empty()) {
+    running_.push_back(std::move(waiting_.front()));
+    waiting_.pop_front();
+    running_.back()->admitted = admit_counter_++;
+  }
+  if (running_.empty()) return !waiting_.empty();
+
+  // Decode tokens first (one per sequence past its prefill, always scheduled), then prefill
+  // chunks within the step budget: shortest remaining prompt first, so a short request is not
+  // stuck behind a long one, while the oldest prefill always keeps a quarter of the budget so
+  // it cannot starve.
+  std::vector<std::pair<Sequence*, int64_t>> plan;  // sequence, tokens this step
+  std::vector<Sequence*> prefill;
+  int64_t budget = opt_.step_tokens;
+  for (auto& sp : running_) {
+    Sequence& s = *sp;
+    const int64_t remaining = static_cast<int64_t>(s.tokens.size()) - s.n_computed;
+    if (remaining == 1 && s.stats.generated_tokens > 0) {
+      plan.emplace_back(&s, 1);
+      --budget;
+    } else if (remaining > 0) {
+      prefill.push_back(&s);
+    }
+  }
+  if (!prefill.empty() && budget > 0) {
+    auto rem = [](const Sequence* s) {
+      return static_cast<int64_t>(s->tokens.size()) - s->n_computed;
+    };
+    Sequence* oldest = *std::min_element(
+        prefill.begin(), prefill.end(), [](auto* a, auto* b) { return a->admitted < b->admitted; });
+    std::stable_sort(prefill.begin(), prefill.end(),
+                     [&](auto* a, auto* b) { return rem(a) < rem(b); });
+    const int64_t reserve =
+        std::min({rem(oldest), std::max<int64_t>(1, opt_.step_tokens / 4), budget});
+    int64_t others = budget - reserve;
+    for (Sequence* s : prefill) {
+      if (s == oldest || others <= 0) continue;
+      const int64_t n = std::min(rem(s), others);
+      plan.emplace_back(s, n);
+      others -= n;
+    }
+    plan.emplace_back(oldest, std::min(rem(oldest), reserve + others));
+  }
+  // Blocks for the plan; when the pool runs out, preempt the newest running sequence (LIFO,
+  // so the oldest conversations keep making progress) and try again from the start.
+  for (size_t i = 0; i < plan.size();) {
+    Sequence& s = *plan[i].first;
+    if (ensure_blocks(s, s.n_computed + plan[i].second)) {
+      ++i;
+      continue;
+    }
+    if (running_.size() == 1) {  // alone and still too big for the whole pool: never fits
+      finish(s, FinishReason::ContextFull, "the KV pool cannot hold this sequence");
+      running_.clear();
+      return true;
+    }
+    auto victim =
+        std::max_element(running_.begin(), running_.end(),
+                         [](const auto& a, const auto& b) { return a->admitted < b->admitted; });
+    Sequence* v = victim->get();
+    preempt(*v);
+    plan.erase(
+        std::remove_if(plan.begin(), plan.end(), [&](const auto& p) { return p.first == v; }),
+        plan.end());
+    waiting_.push_front(std::move(*victim));
+    running_.erase(victim);
+    i = 0;
+  }
+  if (plan.empty()) return true;
+
+  std::vector<SeqBatch> batch;
+  batch.reserve(plan.size());
+  for (auto& [s, n] : plan) {
+    const bool last = s->n_computed + n == static_cast<int64_t>(s->tokens.size());
+    batch.push_back(
+        {std::span(s->tokens).subspan(static_cast<size_t>(s->n_computed), static_cast<size_t>(n)),
+         s->n_computed, s->blocks, last ? Logits::Last : Logits::None});
+    if (!s->scheduled_once) {
+      s->scheduled_once = true;
+      s->stats.queue_ms =
+          std::chrono::duration<double, std::milli>(Clock::now() - s->submitted).count();
+    }
+  }
+  std::vector<float> logits;
+  try {
+    logits = fwd_.forward(batch, kv_.arena());
+  } catch (const Error& e) {
+    for (auto& [s, n] : plan) s->cancelled = true;  // finished with an error below
+    for (auto it = running_.begin(); it != running_.end();) {
+      if ((*it)->cancelled) {
+        finish(**it, FinishReason::Error, e.what());
+        it = running_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    return true;
+  }
+
+  const size_t V = static_cast<size_t>(model_.hparams().n_vocab);
+  size_t row = 0;
+  std::vector<Sequence*> done;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    Sequence& s = *plan[i].first;
+    s.n_computed += plan[i].second;
+    s.stats.prefilled_tokens += plan[i].second;
+    if (batch[i].logits == Logits::None) continue;
+    const std::span<const float> l(logits.data() + row * V, V);
+    ++row;
+    if (s.req.max_tokens == 0) {
+      finish(s, FinishReason::Length);
+      done.push_back(&s);
+      continue;
+    }
+    const int32_t id = s.sampler.sample(l);
+    if (s.stats.generated_tokens == 0) {
+      s.first_token = Clock::now();
+      s.stats.ttft_ms =
+          std::chrono::duration<double, std::milli>(s.first_token - s.submitted).count();
+    }
+    ++s.stats.generated_tokens;
+    s.tokens.push_back(id);
+    const bool eog = s.req.stop_at_eog && tok_.is_eog(id);
+    EngineEvent e;
+    e.request_id = s.id;
+    e.token = id;
+    if (!eog) e.text = s.detok.push(id);
+    s.emit(e);
+    if (eog) {
+      finish(s, FinishReason::Stop);
+    } else if (s.stats.generated_tokens >= s.req.max_tokens) {
+      finish(s, FinishReason::Length);
+    } else if (static_cast<int64_t>(s.tokens.size()) >= opt_.max_seq_tokens) {
+      finish(s, FinishReason::ContextFull);
+    } else {
+      continue;
+    }
+    done.push_back(&s);
+  }
+  running_.erase(std::remove_if(running_.begin(), running_.end(),
+                                [&](const auto& r) {
+                                  return std::find(done.begin(), done.end(), r.get()) != done.end();
+                                }),
+                 running_.end());
+  return true;
+}
+
+void Engine::run_until_idle() {
+  while (step()) {
+  }
+}
+
+void Engine::start() {
+  if (thread_.joinable()) return;
+  stop_ = false;
+  thread_ = std::thread([this] {
+    for (;;) {
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock,
+                 [&] { return stop_ || !inbox_.empty() || !cancels_.empty() || pending_ > 0; });
+        if (stop_) return;
+      }
+      if (!step()) {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return stop_ || !inbox_.empty() || !cancels_.empty(); });
+        if (stop_) return;
+      }
+    }
+  });
+}
+
+void Engine::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace hearth

@@ -1,0 +1,94 @@
+// The engine: continuous batching over one paged KV pool. Every step forms one batch of a
+// decode token for each running sequence plus prefill chunks of newer ones up to a token
+// budget, so a long prompt is interleaved with others' decoding instead of blocking it.
+// Sequences join and leave between steps; when the pool runs out, the newest running sequence
+// is preempted (its blocks freed, recomputed later — exact, because the forward pass is batch-
+// and chunk-invariant). Cancellation takes effect at the next step boundary.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "engine/request.h"
+#include "kv/block_pool.h"
+#include "model/batch_forward.h"
+#include "ops/thread_pool.h"
+#include "tokenizer/tokenizer.h"
+
+namespace hearth {
+
+struct EngineOptions {
+  int max_running = 8;            // sequences in the running set
+  int max_queued = 64;            // waiting sequences; beyond: submit() answers busy
+  int64_t step_tokens = 256;      // tokens per step (decode tokens + prefill chunks)
+  int64_t max_seq_tokens = 4096;  // context per sequence (prompt + generation)
+  TensorType kv_type = TensorType::F16;
+  int64_t kv_block_tokens = 32;
+  size_t kv_bytes = 0;  // 0: room for max_running full contexts
+};
+
+struct SubmitResult {
+  int64_t id = -1;    // -1 when refused
+  std::string error;  // why (queue full, invalid request)
+  bool ok() const { return id >= 0; }
+};
+
+class Engine {
+ public:
+  Engine(const Model& model, const Tokenizer& tokenizer, EngineOptions options,
+         ops::ThreadPool& pool);
+  ~Engine();
+
+  SubmitResult submit(GenerationRequest request);  // thread-safe
+  void cancel(int64_t id);                         // thread-safe; unknown ids are ignored
+
+  // Synchronous driving (tests, `hearth run`): one scheduler step; false when idle.
+  bool step();
+  void run_until_idle();
+
+  // Background driving (the server): a thread that steps while there is work.
+  void start();
+  void stop();
+
+  const BlockPool& kv_pool() const { return kv_; }
+  size_t kv_bytes_per_token() const { return kv_.arena().bytes_per_token(); }
+  int running() const;
+  int queued() const;
+
+ private:
+  struct Sequence;
+  using Clock = std::chrono::steady_clock;
+
+  void take_inbox();
+  void finish(Sequence& s, FinishReason reason, const std::string& error = "");
+  void preempt(Sequence& s);
+  bool ensure_blocks(Sequence& s, int64_t n_tokens);
+
+  const Model& model_;
+  const Tokenizer& tok_;
+  EngineOptions opt_;
+  BatchForward fwd_;
+  BlockPool kv_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<Sequence>> inbox_;
+  std::vector<int64_t> cancels_;
+  int64_t next_id_ = 1;
+  int pending_ = 0;  // submitted and not finished (for admission)
+
+  std::deque<std::unique_ptr<Sequence>> waiting_;
+  std::vector<std::unique_ptr<Sequence>> running_;
+  int64_t admit_counter_ = 0;
+
+  std::thread thread_;
+  bool stop_ = false;
+};
+
+}  // namespace hearth
