@@ -5,7 +5,8 @@
 // Without vocabularies it runs the Qwen3 and Llama 3 ones from $HEARTH_SHARED_DIR (default
 // ../shared)/tokenizers. For each it reports the first pass over the text (cold word cache),
 // then the best and median of --iters further passes (warm cache), and the same with the word
-// cache disabled; MB/s counts input bytes (1 MB = 10^6 bytes) per second of this thread's CPU
+// cache disabled, and the English-only / code-only / CJK-only figures (0.3 MB each); MB/s counts
+// input bytes (1 MB = 10^6 bytes) per second of this thread's CPU
 // time (the cost on one core, robust to other load on the machine), with wall-clock figures
 // beside them.
 #include <fmt/format.h>
@@ -197,15 +198,16 @@ void cjk(Rng& r, std::string& out) {
   out += "\n";
 }
 
-std::string make_text(size_t bytes) {
+// `mix`: percentages of English and code (the rest is CJK).
+std::string make_text(size_t bytes, size_t english_pct = 45, size_t code_pct = 35) {
   Rng r{0x9E3779B97F4A7C15ull};
   std::string out;
   out.reserve(bytes + 4096);
   while (out.size() < bytes) {
     const size_t k = r.below(100);
-    if (k < 45) {
+    if (k < english_pct) {
       english(r, out);
-    } else if (k < 80) {
+    } else if (k < english_pct + code_pct) {
       code(r, out);
     } else {
       cjk(r, out);
@@ -239,7 +241,13 @@ Pass run_once(const hearth::Tokenizer& tok, const std::string& text) {
   return {c1 - c0, std::chrono::duration<double>(t1 - t0).count(), ids.size()};
 }
 
-void bench(const std::string& path, const std::string& text, int iters, bool with_cache_off) {
+struct Part {
+  const char* name;
+  std::string text;
+};
+
+void bench(const std::string& path, const std::string& text, const std::vector<Part>& parts,
+           int iters, bool with_cache_off) {
   const hearth::gguf::File file = hearth::gguf::File::open(path);
   const double mb = static_cast<double>(text.size()) / 1e6;
   auto report = [&](const char* label, const hearth::Tokenizer& tok) {
@@ -273,6 +281,17 @@ void bench(const std::string& path, const std::string& text, int iters, bool wit
   fmt::print("{}\n  vocab {} tokens, model '{}', pre '{}', loaded in {:.0f} ms\n", path,
              tok.n_vocab(), tok.vocab().model(), tok.vocab().pre(), load * 1e3);
   report("cache on", tok);
+  // By kind of text (first pass, then the median of the timed passes; cache on).
+  for (const Part& p : parts) {
+    const double pmb = static_cast<double>(p.text.size()) / 1e6;
+    const Pass first = run_once(tok, p.text);
+    std::vector<double> times;
+    for (int i = 0; i < iters; ++i) times.push_back(run_once(tok, p.text).seconds);
+    std::sort(times.begin(), times.end());
+    fmt::print("  {:<10} first pass {:7.2f} MB/s   median {:7.2f} MB/s   ({:.2f} bytes/token)\n",
+               p.name, pmb / first.seconds, pmb / times[times.size() / 2],
+               static_cast<double>(p.text.size()) / static_cast<double>(first.tokens));
+  }
   if (with_cache_off && tok.bpe()) {
     const hearth::Tokenizer nocache =
         hearth::Tokenizer::from_vocab(hearth::Vocab::from_gguf(file), {.cache_entries = 0});
@@ -308,10 +327,13 @@ int main(int argc, char** argv) {
     vocabs = {dir + "/tokenizers/vocab-qwen3.gguf", dir + "/tokenizers/vocab-llama3.gguf"};
   }
   const std::string text = make_text(mb * 1000 * 1000);
+  std::vector<Part> parts = {{"english", make_text(mb * 300 * 1000, 100, 0)},
+                             {"code", make_text(mb * 300 * 1000, 0, 100)},
+                             {"cjk", make_text(mb * 300 * 1000, 0, 0)}};
   fmt::print("text: {} bytes of mixed English / code / CJK (valid UTF-8: {}), {} timed passes\n\n",
              text.size(), hearth::utf8_is_valid(text) ? "yes" : "no", iters);
   try {
-    for (const std::string& v : vocabs) bench(v, text, iters, cache_off);
+    for (const std::string& v : vocabs) bench(v, text, parts, iters, cache_off);
   } catch (const hearth::Error& e) {
     fmt::print(stderr, "tokenizer_bench: {}\n", e.what());
     return 1;

@@ -25,50 +25,92 @@ struct BpeModel::MergeTable {
     TokenId id = kNoToken;
   };
   static constexpr uint64_t kEmpty = ~uint64_t{0};
+  static constexpr int32_t kHotRanks = 1 << 14;  // merges kept in the small front table
 
-  std::vector<Slot> slots;
-  uint64_t mask = 0;
-  int shift = 64;
+  // Open addressing, linear probing, power-of-two size.
+  struct Table {
+    std::vector<Slot> slots;
+    uint64_t mask = 0;
+    int shift = 64;
+
+    explicit Table(size_t n) {
+      size_t cap = 16;
+      int bits = 4;
+      while (cap < n + n / 4) {  // load factor <= 0.8
+        cap <<= 1;
+        ++bits;
+      }
+      slots.resize(cap);
+      mask = cap - 1;
+      shift = 64 - bits;
+    }
+    size_t home(uint64_t key) const {
+      return static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> shift);
+    }
+    bool insert(uint64_t key, int32_t rank, TokenId id) {
+      for (size_t i = home(key);; i = (i + 1) & mask) {
+        Slot& s = slots[i];
+        if (s.key == key) return false;
+        if (s.key == kEmpty) {
+          s = {key, rank, id};
+          return true;
+        }
+      }
+    }
+    const Slot* find(uint64_t key) const {
+      for (size_t i = home(key);; i = (i + 1) & mask) {
+        const Slot& s = slots[i];
+        if (s.key == key) return &s;
+        if (s.key == kEmpty) return nullptr;
+      }
+    }
+  };
+
+  // The full table is several MB (a cache miss per probe); two small, cache-resident structures
+  // in front of it answer most probes: a two-bit-per-pair filter that rejects pairs without a
+  // merge (about half of all probes), and a table of the most frequent (lowest-rank) merges.
+  Table all;
+  Table hot;
+  std::vector<uint64_t> filter;
+  uint64_t filter_mask = 0;
 
   static uint64_t key_of(TokenId l, TokenId r) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(l)) << 32) | static_cast<uint32_t>(r);
   }
-  size_t home(uint64_t key) const {
-    return static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> shift);
+  static uint64_t mix(uint64_t x) {  // splitmix64's finalizer
+    x ^= x >> 30;
+    x *= 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 27;
+    x *= 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
   }
 
-  explicit MergeTable(size_t n) {
-    size_t cap = 16;
-    int bits = 4;
-    while (cap < n * 2) {
-      cap <<= 1;
-      ++bits;
-    }
-    slots.resize(cap);
-    mask = cap - 1;
-    shift = 64 - bits;
+  explicit MergeTable(size_t n) : all(n), hot(std::min<size_t>(n, kHotRanks)) {
+    size_t bits = 1024;
+    while (bits < n * 8) bits <<= 1;
+    filter.assign(bits / 64, 0);
+    filter_mask = bits - 1;
   }
 
   // Inserts unless the pair is present (the first, lowest rank, wins). Returns false if present.
   bool insert(TokenId l, TokenId r, int32_t rank, TokenId id) {
     const uint64_t key = key_of(l, r);
-    for (size_t i = home(key);; i = (i + 1) & mask) {
-      Slot& s = slots[i];
-      if (s.key == key) return false;
-      if (s.key == kEmpty) {
-        s = {key, rank, id};
-        return true;
-      }
-    }
+    if (!all.insert(key, rank, id)) return false;
+    if (rank < kHotRanks) hot.insert(key, rank, id);
+    const uint64_t h = mix(key);
+    const uint64_t b1 = h & filter_mask, b2 = (h >> 32) & filter_mask;
+    filter[b1 >> 6] |= uint64_t{1} << (b1 & 63);
+    filter[b2 >> 6] |= uint64_t{1} << (b2 & 63);
+    return true;
   }
 
   const Slot* find(TokenId l, TokenId r) const {
     const uint64_t key = key_of(l, r);
-    for (size_t i = home(key);; i = (i + 1) & mask) {
-      const Slot& s = slots[i];
-      if (s.key == key) return &s;
-      if (s.key == kEmpty) return nullptr;
-    }
+    const uint64_t h = mix(key);
+    const uint64_t b1 = h & filter_mask, b2 = (h >> 32) & filter_mask;
+    if (!((filter[b1 >> 6] >> (b1 & 63)) & (filter[b2 >> 6] >> (b2 & 63)) & 1)) return nullptr;
+    if (const Slot* s = hot.find(key)) return s;
+    return all.find(key);
   }
 };
 

@@ -11,9 +11,19 @@
 //     that is itself in the vocabulary is emitted whole without merging.
 //
 // Merges are held as a flat hash map (left id, right id) -> (rank, merged id), so merging never
-// touches strings. Short words merge by scanning a rank array; long ones (> 64 bytes) through a
-// priority queue over a linked list, O(n log n). A merge whose parts or result are not tokens
-// can never apply to a token sequence and is skipped at load (counted in n_skipped_merges()).
+// touches strings; a dense 256x256 table serves the first round (byte pairs), and a small
+// filter plus a table of the 16K lowest-rank merges answer most later probes without touching
+// the multi-megabyte full table. Short words merge by scanning a rank array; long ones (> 64
+// bytes) through a priority queue over a linked list, O(n log n). A merge whose parts or result
+// are not tokens can never apply to a token sequence and is skipped at load (counted in
+// n_skipped_merges()).
+//
+// Bytes: every byte becomes its byte-level character's token, so any byte string, valid UTF-8
+// or not, encodes and decodes back exactly, provided the vocabulary has a NORMAL token for each
+// byte. GPT-2, Qwen and Llama 3 have all 256; MPT has no token for the 13 bytes that never occur
+// in UTF-8 (C0, C1, F5..FF: they become the unknown token, or an Error without one) and DeepSeek
+// has them as USER_DEFINED tokens that render as their 2-byte text, so ill-formed input with
+// those bytes does not round-trip there (well-formed UTF-8 always does).
 //
 // Fast paths, both exact: a word that is one token and that merging gives whole (checked for
 // every token at load; with ignore_merges every token) is found in a flat map from raw bytes;

@@ -23,18 +23,21 @@ std::vector<Fragment> split_special_tokens(const Vocab& vocab, std::string_view 
   // trie depth) whatever the number of special tokens (DeepSeek has ~2400).
   const std::vector<TokenId>& specials = vocab.special_tokens();
   const Vocab::SpecialTrie& trie = vocab.special_trie();
+  if (specials.empty() || (!parse_special && !trie.any_always)) return fragments;
   std::vector<uint8_t> occurs(specials.size(), 0);
   bool any = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    uint32_t node = 0;
-    for (size_t j = i; j < text.size(); ++j) {
-      node = trie.child(node, static_cast<uint8_t>(text[j]));
-      if (node == 0) break;
-      const int32_t k = trie.nodes[node].special;
+  const size_t n = text.size();
+  for (size_t i = 0; i < n; ++i) {
+    // Most positions end here: no special text starts with this byte.
+    uint32_t node = trie.root[static_cast<uint8_t>(text[i])];
+    for (size_t j = i + 1; node != 0; ++j) {
+      const int32_t k = trie.nodes[node].special;  // a special text ends at j
       if (k >= 0 && !occurs[static_cast<size_t>(k)]) {
         occurs[static_cast<size_t>(k)] = 1;
         any = true;
       }
+      if (j == n) break;
+      node = trie.child(node, static_cast<uint8_t>(text[j]));
     }
   }
   if (!any) return fragments;

@@ -124,6 +124,7 @@ Vocab::SpecialTrie build_special_trie(const std::vector<std::string>& texts,
       new_index[child] = static_cast<uint32_t>(order.size());
       order.push_back(child);
       trie.edges.push_back({byte, new_index[child]});
+      if (i == 0) trie.root[byte] = new_index[child];
     }
   }
   return trie;
@@ -328,6 +329,11 @@ Vocab Vocab::build(VocabData data, const std::string& source) {
     return v.texts_[static_cast<size_t>(a)].size() > v.texts_[static_cast<size_t>(b)].size();
   });
   v.special_trie_ = build_special_trie(v.texts_, v.special_tokens_);
+  for (const TokenId id : v.special_tokens_) {
+    if (!(v.attrs_[static_cast<size_t>(id)] & (kAttrControl | kAttrUnknown))) {
+      v.special_trie_.any_always = true;
+    }
+  }
 
   // Per-model attributes llama.cpp sets by general.name: Phi-3 strips whitespace after most of
   // its special tokens.

@@ -152,7 +152,9 @@ class Vocab {
       uint32_t node = 0;
     };
     std::vector<Node> nodes;
-    std::vector<Edge> edges;  // each node's edges are contiguous and sorted by byte
+    std::vector<Edge> edges;           // each node's edges are contiguous and sorted by byte
+    std::array<uint32_t, 256> root{};  // the root's children by byte (0: none)
+    bool any_always = false;  // some special token splits without parse_special (USER_DEFINED)
 
     // The child of `node` along `byte`, or 0 when there is none.
     uint32_t child(uint32_t node, uint8_t byte) const;
