@@ -7,7 +7,7 @@
 #include <random>
 
 #include "cli/commands.h"
-#include "model/forward.h"
+#include "engine/engine.h"
 #include "model/reference_forward.h"
 #include "model/weights.h"
 #include "sampling/basic_sampler.h"
@@ -66,63 +66,76 @@ int run(const RunOptions& o) {
   if (o.n_predict < 0) fail("-n must be >= 0, got {}", o.n_predict);
   const uint64_t seed = o.seed >= 0 ? static_cast<uint64_t>(o.seed) : std::random_device{}();
 
-  // The reference path is the plain f32 oracle; the default is the fast kernels.
   auto kv = type_from_name(o.kv_type);
   if (!kv) fail("unknown KV type '{}' (f32, f16, q8_0)", o.kv_type);
-  ops::ThreadPool pool(o.threads);
-  std::unique_ptr<ReferenceForward> ref_fwd;
-  std::unique_ptr<Forward> fast_fwd;
-  if (o.reference) {
-    ref_fwd = std::make_unique<ReferenceForward>(*model, n_ctx);
-  } else {
-    ForwardOptions fo;
-    fo.n_ctx = n_ctx;
-    fo.kv_type = *kv;
-    fast_fwd = std::make_unique<Forward>(*model, fo, pool);
-  }
-  auto eval = [&](std::span<const int32_t> t) {
-    return o.reference ? ref_fwd->eval(t) : fast_fwd->eval(t);
-  };
-  auto n_past = [&] { return o.reference ? ref_fwd->n_past() : fast_fwd->n_past(); };
-  BasicSampler sampler(o.temperature, seed);
-  StreamingDetokenizer detok = tok.streaming_detokenizer();
   auto t_start = Clock::now();
-  std::vector<float> logits = eval(ids);
-  auto t_prompt = Clock::now();
-
   int64_t n_gen = 0;
-  const char* stop = "length";
-  while (n_gen < o.n_predict) {
-    const int32_t id = sampler.sample(logits);
-    ++n_gen;
-    if (tok.is_eog(id)) {
-      stop = "eos";
-      break;
+  std::string stop = "length";
+  double ttft_ms = 0;
+  if (o.reference) {
+    // The plain f32 oracle, token by token.
+    ReferenceForward fwd(*model, n_ctx);
+    BasicSampler sampler(o.temperature, seed);
+    StreamingDetokenizer detok = tok.streaming_detokenizer();
+    std::vector<float> logits = fwd.eval(ids);
+    ttft_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_start).count();
+    while (n_gen < o.n_predict) {
+      const int32_t id = sampler.sample(logits);
+      ++n_gen;
+      if (tok.is_eog(id)) {
+        stop = "stop";
+        break;
+      }
+      write_out(detok.push(id));
+      if (n_gen == o.n_predict) break;
+      if (fwd.n_past() >= n_ctx) {
+        stop = "context_full";
+        break;
+      }
+      const int32_t one[1] = {id};
+      logits = fwd.eval(one);
     }
-    write_out(detok.push(id));
-    if (n_gen == o.n_predict) break;
-    if (n_past() >= n_ctx) {
-      stop = "context";
-      break;
-    }
-    const int32_t one[1] = {id};
-    logits = eval(one);
+    write_out(detok.flush());
+  } else {
+    // The engine, as the server uses it, with one request.
+    ops::ThreadPool pool(o.threads);
+    EngineOptions eo;
+    eo.max_running = 1;
+    eo.max_seq_tokens = n_ctx;
+    eo.kv_type = *kv;
+    Engine engine(*model, tok, eo, pool);
+    GenerationRequest req;
+    req.prompt = ids;
+    req.temperature = o.temperature;
+    req.seed = seed;
+    req.max_tokens = o.n_predict;
+    req.on_event = [&](const EngineEvent& e) {
+      if (e.kind == EngineEvent::Kind::Token) {
+        write_out(e.text);
+      } else {
+        n_gen = e.stats.generated_tokens;
+        ttft_ms = e.stats.ttft_ms;
+        stop = finish_reason_name(e.reason);
+        if (e.reason == FinishReason::Error) fail("generation failed: {}", e.error);
+      }
+    };
+    SubmitResult r = engine.submit(std::move(req));
+    if (!r.ok()) fail("{}", r.error);
+    engine.run_until_idle();
   }
-  write_out(detok.flush());
   if (isatty(fileno(stdout))) write_out("\n");
   auto t_end = Clock::now();
 
   if (o.verbose) {
-    auto ms = [](auto a, auto b) {
-      return std::chrono::duration<double, std::milli>(b - a).count();
-    };
-    const double gen_ms = ms(t_prompt, t_end);
+    const double total_ms = std::chrono::duration<double, std::milli>(t_end - t_start).count();
+    const double gen_ms = total_ms - ttft_ms;
     std::fprintf(stderr,
-                 "\nhearth: load %.0f ms | prompt %zu tokens in %.1f ms | generated %lld tokens in "
-                 "%.1f ms (%.2f tok/s) | stop: %s | seed %llu\n",
-                 ms(t_load, t_start), ids.size(), ms(t_start, t_prompt),
-                 static_cast<long long>(n_gen), gen_ms, gen_ms > 0 ? 1000.0 * n_gen / gen_ms : 0.0,
-                 stop, static_cast<unsigned long long>(seed));
+                 "\nhearth: load %.0f ms | prompt %zu tokens, first token after %.1f ms | %lld "
+                 "tokens in %.1f ms (%.2f tok/s after the first) | stop: %s | seed %llu\n",
+                 std::chrono::duration<double, std::milli>(t_start - t_load).count(), ids.size(),
+                 ttft_ms, static_cast<long long>(n_gen), total_ms,
+                 n_gen > 1 && gen_ms > 0 ? 1000.0 * static_cast<double>(n_gen - 1) / gen_ms : 0.0,
+                 stop.c_str(), static_cast<unsigned long long>(seed));
   }
   return 0;
 }
