@@ -5,9 +5,13 @@
 
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <mutex>
 #include <random>
+#include <thread>
 
 #include "cli/commands.h"
+#include "engine/engine.h"
 #include "model/forward.h"
 #include "model/weights.h"
 #include "ops/cpu_features.h"
@@ -27,6 +31,8 @@ struct BenchOptions {
   std::string kv_type = "f16";
   bool membw = true;
   bool membw_only = false;
+  std::vector<int64_t> concurrency;  // engine: aggregate generation with N streams
+  int64_t long_prompt = 0;           // engine: TTFT of a short request during a long prefill
 };
 
 struct Stats {
@@ -81,6 +87,9 @@ std::vector<int32_t> random_tokens(int64_t n, int64_t vocab, uint32_t seed) {
   return v;
 }
 
+void bench_engine(const BenchOptions& o, const Model& model, const Tokenizer& tok,
+                  ops::ThreadPool& pool, TensorType kv);
+
 int bench(const BenchOptions& o) {
   ops::ThreadPool pool(o.threads);
   double bw = 0;
@@ -99,11 +108,20 @@ int bench(const BenchOptions& o) {
              hp.summary(), static_cast<double>(model->weight_bytes()) / (1 << 20),
              ops::simd_level_name(ops::simd_level()), ops::cpu_features().summary(),
              type_name(*kv));
-  fmt::print("\n| {:>7} | {:>7} | {:>5} | {:>16} | {:>12} | {:>18} |\n", "test", "depth", "thr",
-             "t/s", "GB/s", "GOPS / % membw");
-  fmt::print("| {:->7} | {:->7} | {:->5} | {:->16} | {:->12} | {:->18} |\n", "", "", "", "", "",
              "");
 
+             const size_t kv_token_bytes =
+                 2 * kv_layout_for(hp, *kv, 32).token_bytes() * static_cast<size_t>(hp.n_layer);
+             fmt::print("kv bytes per token: {} ({})\n", kv_token_bytes, type_name(*kv));
+             if (!o.concurrency.empty() || o.long_prompt > 0) {
+               Tokenizer tok = Tokenizer::from_gguf(model->file());
+               bench_engine(o, *model, tok, pool, *kv);
+               return 0;
+             }
+
+             fmt::print("\n| {:>7} | {:>7} | {:>5} | {:>16} | {:>12} | {:>18} |\n", "test", "depth",
+                        "thr", "t/s", "GB/s", "GOPS / % membw");
+  fmt::print("| {:->7} | {:->7} | {:->5} | {:->16} | {:->12} | {:->18} |\n", "", "", "", "", "",
   using Clock = std::chrono::steady_clock;
   for (int64_t depth : o.depth) {
     const int64_t max_need = depth +
@@ -162,6 +180,102 @@ int bench(const BenchOptions& o) {
   return 0;
 }
 
+// Runs requests on a background engine and waits for all of them; returns wall seconds and
+// each request's finishing stats.
+struct EngineRun {
+  double seconds = 0;
+  std::vector<RequestStats> stats;
+};
+
+EngineRun run_engine(Engine& engine, const std::vector<GenerationRequest>& reqs,
+                     const std::vector<double>& submit_delays_ms) {
+  std::mutex mu;
+  std::condition_variable cv;
+  EngineRun out;
+  out.stats.resize(reqs.size());
+  size_t finished = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    if (i < submit_delays_ms.size() && submit_delays_ms[i] > 0)
+      std::this_thread::sleep_until(
+          t0 + std::chrono::microseconds(static_cast<int64_t>(submit_delays_ms[i] * 1000)));
+    GenerationRequest r = reqs[i];
+    r.on_event = [&, i](const EngineEvent& e) {
+      if (e.kind != EngineEvent::Kind::Finished) return;
+      std::lock_guard lock(mu);
+      out.stats[i] = e.stats;
+      ++finished;
+      cv.notify_all();
+    };
+    SubmitResult sr = engine.submit(std::move(r));
+    if (!sr.ok()) fail("bench: submit refused: {}", sr.error);
+  }
+  std::unique_lock lock(mu);
+  cv.wait(lock, [&] { return finished == reqs.size(); });
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
+void bench_engine(const BenchOptions& o, const Model& model, const Tokenizer& tok,
+                  ops::ThreadPool& pool, TensorType kv) {
+  const HParams& hp = model.hparams();
+  auto make = [&](int64_t n_prompt, int64_t n_gen, uint32_t seed) {
+    GenerationRequest r;
+    r.prompt = random_tokens(n_prompt, hp.n_vocab, seed);
+    r.max_tokens = n_gen;
+    r.stop_at_eog = false;
+    return r;
+  };
+  if (!o.concurrency.empty()) {
+    const int64_t ng = o.n_gen.empty() ? 128 : o.n_gen.front();
+    fmt::print("\nconcurrent generation (engine, prompt 32 tokens each, {} generated each):\n", ng);
+    fmt::print("| {:>7} | {:>14} | {:>14} | {:>10} |\n", "streams", "aggregate t/s",
+               "per stream t/s", "vs N=1");
+    fmt::print("| {:->7} | {:->14} | {:->14} | {:->10} |\n", "", "", "", "");
+    double base = 0;
+    for (int64_t n : o.concurrency) {
+      EngineOptions eo;
+      eo.max_running = static_cast<int>(n);
+      eo.max_seq_tokens = 32 + ng + 1;
+      eo.kv_type = kv;
+      Engine engine(model, tok, eo, pool);
+      engine.start();
+      std::vector<GenerationRequest> reqs;
+      for (int64_t i = 0; i < n; ++i) reqs.push_back(make(32, ng, static_cast<uint32_t>(100 + i)));
+      run_engine(engine, {make(32, 4, 99)}, {});  // warm-up
+      EngineRun r = run_engine(engine, reqs, {});
+      // Decode rate: tokens after each stream's first, over the time all streams were decoding.
+      double decode_s = 0;
+      for (const auto& st : r.stats) decode_s = std::max(decode_s, st.decode_ms / 1000.0);
+      const double agg = static_cast<double>(n * (ng - 1)) / decode_s;
+      if (base == 0) base = agg;
+      fmt::print("| {:>7} | {:>14.2f} | {:>14.2f} | {:>9.2f}x |\n", n, agg,
+                 agg / static_cast<double>(n), agg / base);
+    }
+  }
+  if (o.long_prompt > 0) {
+    EngineOptions eo;
+    eo.max_running = 4;
+    eo.max_seq_tokens = o.long_prompt + 64;
+    eo.kv_type = kv;
+    Engine engine(model, tok, eo, pool);
+    engine.start();
+    run_engine(engine, {make(32, 2, 98)}, {});  // warm-up
+    std::vector<double> idle;
+    for (int i = 0; i < 3; ++i)
+      idle.push_back(run_engine(engine, {make(32, 1, 50 + i)}, {}).stats[0].ttft_ms);
+    // The long prompt first; the short one arrives once its prefill is under way.
+    EngineRun busy = run_engine(engine, {make(o.long_prompt, 1, 7), make(32, 1, 60)}, {0.0, 200.0});
+    const double idle_ttft = stats(idle).mean;
+    fmt::print(
+        "\nTTFT of a 32-token request: idle {:.1f} ms; submitted 200 ms into a {}-token prefill "
+        "{:.1f} ms "
+        "({:.2f}x idle); the long prompt's own TTFT {:.1f} ms\n",
+        idle_ttft, o.long_prompt, busy.stats[1].ttft_ms, busy.stats[1].ttft_ms / idle_ttft,
+        busy.stats[0].ttft_ms);
+  }
+}
+
 }  // namespace
 
 void add_bench(CLI::App& app, Context& ctx) {
@@ -186,6 +300,11 @@ void add_bench(CLI::App& app, Context& ctx) {
   cmd->add_option("--kv-type", o->kv_type, "KV cache type: f32, f16, q8_0")->capture_default_str();
   cmd->add_flag("!--no-membw", o->membw, "Skip the memory bandwidth probe");
   cmd->add_flag("--membw-only", o->membw_only, "Only measure memory read bandwidth");
+  cmd->add_option("--concurrency", o->concurrency,
+                  "Engine: aggregate generation speed with N streams (e.g. 1,2,4,8)")
+      ->delimiter(',');
+  cmd->add_option("--long-prompt", o->long_prompt,
+                  "Engine: TTFT of a short request submitted during a prefill of this many tokens");
   cmd->callback([&ctx, o] { ctx.exit_code = bench(*o); });
 }
 
