@@ -108,20 +108,19 @@ int bench(const BenchOptions& o) {
              hp.summary(), static_cast<double>(model->weight_bytes()) / (1 << 20),
              ops::simd_level_name(ops::simd_level()), ops::cpu_features().summary(),
              type_name(*kv));
-             "");
+  const size_t kv_token_bytes =
+      2 * kv_layout_for(hp, *kv, 32).token_bytes() * static_cast<size_t>(hp.n_layer);
+  fmt::print("kv bytes per token: {} ({})\n", kv_token_bytes, type_name(*kv));
+  if (!o.concurrency.empty() || o.long_prompt > 0) {
+    Tokenizer tok = Tokenizer::from_gguf(model->file());
+    bench_engine(o, *model, tok, pool, *kv);
+    return 0;
+  }
 
-             const size_t kv_token_bytes =
-                 2 * kv_layout_for(hp, *kv, 32).token_bytes() * static_cast<size_t>(hp.n_layer);
-             fmt::print("kv bytes per token: {} ({})\n", kv_token_bytes, type_name(*kv));
-             if (!o.concurrency.empty() || o.long_prompt > 0) {
-               Tokenizer tok = Tokenizer::from_gguf(model->file());
-               bench_engine(o, *model, tok, pool, *kv);
-               return 0;
-             }
-
-             fmt::print("\n| {:>7} | {:>7} | {:>5} | {:>16} | {:>12} | {:>18} |\n", "test", "depth",
-                        "thr", "t/s", "GB/s", "GOPS / % membw");
+  fmt::print("\n| {:>7} | {:>7} | {:>5} | {:>16} | {:>12} | {:>18} |\n", "test", "depth", "thr",
+             "t/s", "GB/s", "GOPS / % membw");
   fmt::print("| {:->7} | {:->7} | {:->5} | {:->16} | {:->12} | {:->18} |\n", "", "", "", "", "",
+             "");
   using Clock = std::chrono::steady_clock;
   for (int64_t depth : o.depth) {
     const int64_t max_need = depth +
