@@ -14,6 +14,7 @@
 #include "tokenizer/detokenizer.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
+#include "util/system.h"
 
 namespace hearth::cli {
 namespace {
@@ -30,6 +31,7 @@ struct RunOptions {
   int threads = 2;
   std::string kv_type = "f16";
   bool reference = false;
+  std::string kv_mem;
 };
 
 void write_out(const std::string& s) {
@@ -103,6 +105,11 @@ int run(const RunOptions& o) {
     eo.max_running = 1;
     eo.max_seq_tokens = n_ctx;
     eo.kv_type = *kv;
+    if (!o.kv_mem.empty()) {
+      auto bytes = parse_byte_size(o.kv_mem);
+      if (!bytes || *bytes == 0) fail("--kv-mem '{}' is not a size (e.g. 512M, 2G)", o.kv_mem);
+      eo.kv_bytes = *bytes;
+    }
     Engine engine(*model, tok, eo, pool);
     GenerationRequest req;
     req.prompt = ids;
@@ -117,6 +124,9 @@ int run(const RunOptions& o) {
         ttft_ms = e.stats.ttft_ms;
         stop = finish_reason_name(e.reason);
         if (e.reason == FinishReason::Error) fail("generation failed: {}", e.error);
+        if (e.reason == FinishReason::ContextFull)
+          std::fprintf(stderr, "\nhearth: stopped early: the context or KV pool is full%s%s\n",
+                       e.error.empty() ? "" : ": ", e.error.c_str());
       }
     };
     SubmitResult r = engine.submit(std::move(req));
@@ -158,6 +168,8 @@ void add_run(CLI::App& app, Context& ctx) {
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
   cmd->add_option("--kv-type", o->kv_type, "KV cache type: f32, f16, q8_0")->capture_default_str();
+  cmd->add_option("--kv-mem", o->kv_mem,
+                  "KV pool budget (e.g. 512M, 2G; default: the context, at most half of free RAM)");
   cmd->add_flag("--reference", o->reference,
                 "Use the plain f32 reference forward pass (slow; the oracle)");
   cmd->callback([&ctx, o] { ctx.exit_code = run(*o); });

@@ -6,6 +6,7 @@
 #include "sampling/basic_sampler.h"
 #include "tokenizer/detokenizer.h"
 #include "util/error.h"
+#include "util/system.h"
 
 namespace hearth {
 
@@ -48,10 +49,15 @@ struct Engine::Sequence {
 
 namespace {
 
+// Room for every running sequence's full context, but never more than half the memory the
+// machine has available (weights are mapped, not counted here).
 size_t default_kv_bytes(const EngineOptions& o, const ops::KvLayout& l, int64_t n_layer) {
   if (o.kv_bytes > 0) return o.kv_bytes;
-  return 2 * l.token_bytes() * static_cast<size_t>(n_layer) *
-         static_cast<size_t>(o.max_seq_tokens) * static_cast<size_t>(std::max(1, o.max_running));
+  const size_t want = 2 * l.token_bytes() * static_cast<size_t>(n_layer) *
+                      static_cast<size_t>(o.max_seq_tokens) *
+                      static_cast<size_t>(std::max(1, o.max_running));
+  if (auto avail = available_memory_bytes()) return std::max<size_t>(1, std::min(want, *avail / 2));
+  return want;
 }
 
 }  // namespace
