@@ -41,9 +41,11 @@ class Tokenizer {
   // `add_special` adds BOS/EOS as the vocabulary asks (tokenizer.ggml.add_bos_token...; for
   // WordPiece: [CLS] ... [SEP]); `parse_special` turns CONTROL token texts found in the text
   // (e.g. "<s>", "<|im_start|>") into their ids (USER_DEFINED token texts always are).
-  // Any byte string is accepted, valid UTF-8 or not: SPM keeps ill-formed bytes through byte
-  // fallback, byte-level BPE keeps them as their byte-level characters (both round-trip exactly
-  // through decode), WordPiece (text-only) replaces them by U+FFFD first.
+  // Any byte string is accepted, valid UTF-8 or not, and never crashes: SPM keeps ill-formed
+  // bytes through byte fallback; byte-level BPE keeps them as their byte-level characters, so
+  // decode(encode(x)) == x byte for byte (for vocabularies with a token for every byte; see
+  // bpe.h for MPT / DeepSeek); WordPiece drops them (they read as U+FFFD, which BERT's
+  // normalizer removes).
   std::vector<TokenId> encode(std::string_view text, bool add_special = true,
                               bool parse_special = false) const;
 
