@@ -125,9 +125,9 @@ void drive(const Ctx& c, int64_t r0, int64_t r1) {
     // Few tokens: a row tile stays in L1 while the tokens pass over it.
     int64_t r = r0;
     for (; r + K::kRD <= r1; r += K::kRD)
-      for (int64_t t = 0; t < n_tok; ++t) K::template tile<K::kRD, 1>(c, r, t);
+      for (int64_t t = 0; t < n_tok; ++t) K::template dec<K::kRD>(c, r, t);
     for (; r < r1; ++r)
-      for (int64_t t = 0; t < n_tok; ++t) K::template tile<1, 1>(c, r, t);
+      for (int64_t t = 0; t < n_tok; ++t) K::template dec<1>(c, r, t);
     return;
   }
   // Prefill: token blocks whose activations fit in L2 beside the chunk's weights; within a
@@ -215,14 +215,66 @@ using WQ4_1 = WUnsigned<sizeof(BlockQ4_1), true, 0, false, offsetof(BlockQ4_1, q
 using WQ5_1 =
     WUnsigned<sizeof(BlockQ5_1), true, 0, true, offsetof(BlockQ5_1, qs), offsetof(BlockQ5_1, qh)>;
 
-// Per (row, token) and block b: acc += float(I_b lanes) · (dw·da) [+ (S_b, 0, ..) · (mw·da)].
-// A chunk of blocks first has its scale products dw_i·da_j (and offsets) written to a small
-// table; the dot pass then broadcasts them from memory, leaving the multiply pipes to the
-// integer products and the accumulating FMA.
+// The f16 scales at byte offset `off` of 8 consecutive blocks (stride kBytes) of one row,
+// widened; blocks at or past `n` read as 0.
+template <size_t kBytes>
+MM_INLINE __m256 row_scales8(const uint8_t* p, size_t off, int n) {
+  uint64_t lo = 0, hi = 0;
+  if (n >= 8) {
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      lo |= static_cast<uint64_t>(ld16(p + k * kBytes + off)) << (16 * k);
+      hi |= static_cast<uint64_t>(ld16(p + (k + 4) * kBytes + off)) << (16 * k);
+    }
+  } else {
+    for (int k = 0; k < n; ++k) {
+      const uint64_t h = ld16(p + k * kBytes + off);
+      if (k < 4)
+        lo |= h << (16 * k);
+      else
+        hi |= h << (16 * (k - 4));
+    }
+  }
+  return _mm256_cvtph_ps(_mm_set_epi64x(static_cast<int64_t>(hi), static_cast<int64_t>(lo)));
+}
+
+// 8 consecutive floats from p, zeros at or past n.
+MM_INLINE __m256 load8_tail(const float* p, int n) {
+  if (n >= 8) return _mm256_loadu_ps(p);
+  alignas(32) float t[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (int k = 0; k < n; ++k) t[k] = p[k];
+  return _mm256_load_ps(t);
+}
+
+// 8 consecutive int16 block sums from p as floats, zeros at or past n.
+MM_INLINE __m256 sums8_tail(const int16_t* p, int n) {
+  if (n >= 8) return _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(loadu128(p)));
+  alignas(32) float t[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (int k = 0; k < n; ++k) t[k] = static_cast<float>(p[k]);
+  return _mm256_load_ps(t);
+}
+
+// Per (row i, token j):
+//   y = hsum(acc) + hsum(corr),
+//   acc  (lane-wise, blocks in order)  += float(P_b lanes) · (dw_b · da_b)
+//   corr (lane = b mod 8, groups of 8) += cw_b · (f · da_b · S_b)
+// with P_b the exact integer block dot of the stored levels (unsigned for the 4-/5-bit
+// formats), S_b = Σ of the activation block, and (cw, f) = (dw, −offset) for Q4_0/Q5_0,
+// (mw, 1) for Q4_1/Q5_1 (no corr for Q8_0). The scale products of a chunk of blocks are
+// computed 8 blocks per instruction into a table, and the dot pass broadcasts them from
+// memory: the multiply pipes are left to the integer products and the accumulating FMA. Every
+// tile shape, decode included, runs exactly this arithmetic per pair.
 template <class WT, int kRP_, int kTP_>
 struct KLegacy {
   static constexpr int kRD = 4, kRP = kRP_, kTP = kTP_;
-  static constexpr int kChunk = 16;
+  static constexpr int kChunk = 64;  // blocks per scale-table pass (a multiple of 8)
+  static constexpr bool kCorr = WT::kMin || WT::kOff != 0;
+  static constexpr float kF = WT::kMin ? 1.0f : -static_cast<float>(WT::kOff);
+
+  template <int R>
+  static void dec(const Ctx& c, int64_t r, int64_t t) {
+    tile<R, 1>(c, r, t);
+  }
 
   template <int R, int T>
   __attribute__((noinline)) static void tile(const Ctx& c, int64_t r, int64_t t0) {
@@ -240,56 +292,67 @@ struct KLegacy {
       as[j] = c.x.sums(t0 + j);
     }
     __m256 acc[R][T];
+    [[maybe_unused]] __m256 corr[R][T];
 #pragma GCC unroll 8
     for (int i = 0; i < R; ++i)
 #pragma GCC unroll 8
-      for (int j = 0; j < T; ++j) acc[i][j] = _mm256_setzero_ps();
-    alignas(32) float sd[kChunk][T][8];
-    [[maybe_unused]] alignas(32) float sm[kChunk][T][8];
-    [[maybe_unused]] alignas(32) int32_t corr[kChunk][T][8];  // (off·S_b, 0, .., 0)
+      for (int j = 0; j < T; ++j) {
+        acc[i][j] = _mm256_setzero_ps();
+        if constexpr (kCorr) corr[i][j] = _mm256_setzero_ps();
+      }
+    alignas(32) float sd[R][T][kChunk];
+    // Decode streams the matrix: prefetch the row tile after next, sequentially.
+    const char* pf = reinterpret_cast<const char*>(wr[0]) + 2 * R * c.w.row_stride;
+    constexpr int kLines = static_cast<int>((R * WT::kBytes + 63) / 64);
 
     for (int64_t b0 = 0; b0 < nb; b0 += kChunk) {
       const int n = static_cast<int>(std::min<int64_t>(kChunk, nb - b0));
-      for (int k = 0; k < n; ++k) {
-        const uint8_t* blk[R];
+      // Scale pass: 8 blocks at a time.
+      for (int g = 0; g < n; g += 8) {
+        const int ng = n - g;
+        __m256 dw8[R];
+        [[maybe_unused]] __m256 cw8[R];
 #pragma GCC unroll 8
-        for (int i = 0; i < R; ++i) blk[i] = wr[i] + (b0 + k) * WT::kBytes;
-        const __m256 dw = packed_scales<R>(blk, 0);
-        [[maybe_unused]] __m256 mw;
-        if constexpr (WT::kMin) mw = packed_scales<R>(blk, 2);
+        for (int i = 0; i < R; ++i) {
+          const uint8_t* p = wr[i] + (b0 + g) * WT::kBytes;
+          dw8[i] = row_scales8<WT::kBytes>(p, 0, ng);
+          if constexpr (WT::kMin)
+            cw8[i] = row_scales8<WT::kBytes>(p, 2, ng);
+          else if constexpr (kCorr)
+            cw8[i] = dw8[i];
+        }
 #pragma GCC unroll 8
         for (int j = 0; j < T; ++j) {
-          const __m256 da = _mm256_broadcast_ss(ad[j] + b0 + k);
-          _mm256_store_ps(sd[k][j], _mm256_mul_ps(dw, da));
-          if constexpr (WT::kMin) _mm256_store_ps(sm[k][j], _mm256_mul_ps(mw, da));
-          if constexpr (WT::kMin || WT::kOff != 0)
-            _mm256_store_si256(
-                reinterpret_cast<__m256i*>(corr[k][j]),
-                _mm256_setr_epi32((WT::kMin ? 1 : WT::kOff) * as[j][b0 + k], 0, 0, 0, 0, 0, 0, 0));
+          const __m256 da8 = load8_tail(ad[j] + b0 + g, ng);
+          [[maybe_unused]] __m256 e8;
+          if constexpr (kCorr)
+            e8 = _mm256_mul_ps(_mm256_mul_ps(da8, sums8_tail(as[j] + b0 + g, ng)),
+                               _mm256_set1_ps(kF));
+#pragma GCC unroll 8
+          for (int i = 0; i < R; ++i) {
+            _mm256_store_ps(&sd[i][j][g], _mm256_mul_ps(dw8[i], da8));
+            if constexpr (kCorr) corr[i][j] = _mm256_fmadd_ps(cw8[i], e8, corr[i][j]);
+          }
         }
       }
+      // Dot pass.
       for (int k = 0; k < n; ++k) {
         const int64_t b = b0 + k;
+        if constexpr (T == 1) {
+#pragma GCC unroll 8
+          for (int l = 0; l < kLines; ++l) _mm_prefetch(pf + 64 * l, _MM_HINT_T0);
+          pf += R * WT::kBytes;
+        }
         typename WT::W wv[R];
 #pragma GCC unroll 8
         for (int i = 0; i < R; ++i) wv[i] = WT::load(wr[i] + b * WT::kBytes);
 #pragma GCC unroll 8
         for (int j = 0; j < T; ++j) {
           const typename WT::A av = WT::act(aq[j] + 32 * b);
-          [[maybe_unused]] __m256 sf;
-          if constexpr (WT::kMin)
-            sf =
-                _mm256_cvtepi32_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(corr[k][j])));
 #pragma GCC unroll 8
           for (int i = 0; i < R; ++i) {
-            __m256i p = WT::dot(wv[i], av);
-            if constexpr (WT::kOff != 0)
-              p = _mm256_sub_epi32(p,
-                                   _mm256_load_si256(reinterpret_cast<const __m256i*>(corr[k][j])));
-            acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_broadcast_ss(&sd[k][j][i]),
-                                        acc[i][j]);
-            if constexpr (WT::kMin)
-              acc[i][j] = _mm256_fmadd_ps(sf, _mm256_broadcast_ss(&sm[k][j][i]), acc[i][j]);
+            const __m256 p = _mm256_cvtepi32_ps(WT::dot(wv[i], av));
+            acc[i][j] = _mm256_fmadd_ps(p, _mm256_broadcast_ss(&sd[i][j][k]), acc[i][j]);
           }
         }
       }
@@ -297,7 +360,11 @@ struct KLegacy {
 #pragma GCC unroll 8
     for (int i = 0; i < R; ++i)
 #pragma GCC unroll 8
-      for (int j = 0; j < T; ++j) c.y[(t0 + j) * c.ys + r + i] = hsum(acc[i][j]);
+      for (int j = 0; j < T; ++j) {
+        float v = hsum(acc[i][j]);
+        if constexpr (kCorr) v += hsum(corr[i][j]);
+        c.y[(t0 + j) * c.ys + r + i] = v;
+      }
   }
 };
 
@@ -314,6 +381,11 @@ struct KQ45K {
   static constexpr size_t kBytes = kQ5 ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K);
   static constexpr size_t kQsOff = kQ5 ? offsetof(BlockQ5_K, qs) : offsetof(BlockQ4_K, qs);
   static constexpr int kRD = 1, kRP = 1, kTP = 4;
+
+  template <int R>
+  static void dec(const Ctx& c, int64_t r, int64_t t) {
+    tile<R, 1>(c, r, t);
+  }
 
   template <int R, int T>
   __attribute__((noinline)) static void tile(const Ctx& c, int64_t r, int64_t t0) {
@@ -389,6 +461,11 @@ struct KQ45K {
 
 struct KQ6K {
   static constexpr int kRD = 1, kRP = 1, kTP = 4;
+
+  template <int R>
+  static void dec(const Ctx& c, int64_t r, int64_t t) {
+    tile<R, 1>(c, r, t);
+  }
 
   template <int R, int T>
   __attribute__((noinline)) static void tile(const Ctx& c, int64_t r, int64_t t0) {
@@ -506,6 +583,11 @@ struct KFloat {
     }
   }
 
+  template <int R>
+  static void dec(const Ctx& c, int64_t r, int64_t t) {
+    tile<R, 1>(c, r, t);
+  }
+
   template <int R, int T>
   __attribute__((noinline)) static void tile(const Ctx& c, int64_t r, int64_t t0) {
     const int64_t n = c.w.n_cols, n8 = n / 8 * 8;
@@ -519,7 +601,15 @@ struct KFloat {
 #pragma GCC unroll 8
     for (int i = 0; i < R; ++i)
       for (int j = 0; j < T; ++j) acc[i][j] = _mm256_setzero_ps();
+    // Decode streams the matrix: prefetch the row tile after next, sequentially.
+    const char* pf = reinterpret_cast<const char*>(wr[0]) + 2 * R * c.w.row_stride;
+    constexpr int kLines = static_cast<int>((R * 8 * kElem + 63) / 64);
     for (int64_t k = 0; k < n8; k += 8) {
+      if constexpr (T == 1) {
+#pragma GCC unroll 8
+        for (int l = 0; l < kLines; ++l) _mm_prefetch(pf + 64 * l, _MM_HINT_T0);
+        pf += R * 8 * kElem;
+      }
       __m256 wv[R];
 #pragma GCC unroll 8
       for (int i = 0; i < R; ++i) wv[i] = load8(wr[i] + k * kElem);
@@ -686,11 +776,11 @@ bool avx2_has_kernel(TensorType w) {
 }
 
 #ifndef LEG_Q8_0
-#define LEG_Q8_0 2, 4
-#define LEG_Q4_0 4, 2
-#define LEG_Q4_1 4, 2
-#define LEG_Q5_0 4, 2
-#define LEG_Q5_1 4, 2
+#define LEG_Q8_0 2, 5
+#define LEG_Q4_0 2, 5
+#define LEG_Q4_1 2, 5
+#define LEG_Q5_0 2, 5
+#define LEG_Q5_1 2, 5
 #endif
 bool rows_avx2(const MatrixView& w, const Acts& x, float* y, int64_t y_stride, int64_t r0,
                int64_t r1) {
