@@ -102,6 +102,17 @@ TEST(Cli, SynthOutputLoadsInInspectAndRun) {
   std::filesystem::remove(out);
 }
 
+TEST(Cli, TokenizePrintsIds) {
+  HEARTH_SHARED_OR_SKIP(model, "models/stories260K.gguf");
+  Result r = hearth("tokenize -m " + quote(model) + " --ids 'Once upon a time'");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("1, 403, 407, 261, 378"), std::string::npos) << r.out;
+  HEARTH_SHARED_OR_SKIP(qwen, "tokenizers/vocab-qwen3.gguf");
+  Result s = hearth("tokenize -m " + quote(qwen) + " --ids --special '<|im_start|>user'");
+  ASSERT_EQ(s.status, 0) << s.err;
+  EXPECT_NE(s.out.find("151644"), std::string::npos) << s.out;
+}
+
 TEST(Cli, ErrorsAreClearAndNonZero) {
   Result r = hearth("run -m /nonexistent/model.gguf -p hi");
   EXPECT_EQ(r.status, 1);
