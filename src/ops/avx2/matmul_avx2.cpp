@@ -67,6 +67,12 @@ MM_INLINE __m256i ones16() {
   return _mm256_set1_epi16(1);
 }
 
+// Keeps v in a register at this point: stops the compiler from reassociating a running integer
+// sum into a tree of spilled partial products.
+MM_INLINE void opaque(__m256i& v) {
+  asm("" : "+x"(v));
+}
+
 // Byte i of the result is 0xFF where bit i of x is set (i < 32).
 MM_INLINE __m256i bits_to_bytes(uint32_t x) {
   const __m256i shuf =
@@ -444,6 +450,7 @@ struct KQ45K {
           const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, loadu256(a)), s_lo);
           const __m256i p_hi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, loadu256(a + 32)), s_hi);
           isum[j] = _mm256_add_epi32(isum[j], _mm256_add_epi32(p_lo, p_hi));
+          opaque(isum[j]);
         }
       }
 #pragma GCC unroll 8
@@ -460,7 +467,7 @@ struct KQ45K {
 };
 
 struct KQ6K {
-  static constexpr int kRD = 1, kRP = 1, kTP = 4;
+  static constexpr int kRD = 1, kRP = 1, kTP = 8;
 
   template <int R>
   static void dec(const Ctx& c, int64_t r, int64_t t) {
@@ -533,6 +540,7 @@ struct KQ6K {
             const int8_t* a = aq[j] + 256 * s + 128 * h + 32 * k;
             isum[j] = _mm256_add_epi32(
                 isum[j], _mm256_madd_epi16(_mm256_maddubs_epi16(v[k], loadu256(a)), sv));
+            opaque(isum[j]);
           }
         }
       }
