@@ -89,11 +89,16 @@ struct Q8Rows {
   }
 };
 
-// Software prefetch of encoded rows, one tile ahead: each row decoded prefetches the row at the
-// same place in the next tile, which keeps a steady number of lines in flight. Into L2 (T1):
+// Software prefetch of encoded rows, kPrefetchTiles tiles ahead: each row decoded prefetches the
+// row at the same place in that tile, which keeps a steady number of lines in flight. Into L2 (T1):
 // prefetching into L1 (T0) ties up the L1 miss buffers and measured 2x slower; in token-major
 // blocks a head's rows are a strided walk that the hardware prefetchers barely follow, so
 // without software prefetch decode reads K/V at a third of the rate.
+#ifndef HEARTH_ATTN_PREFETCH_TILES
+#define HEARTH_ATTN_PREFETCH_TILES 1  // measured best (2 and 4 slower)
+#endif
+constexpr int64_t kPrefetchTiles = HEARTH_ATTN_PREFETCH_TILES;
+
 inline void prefetch_row(const uint8_t* row, int64_t bytes) {
   const char* p = reinterpret_cast<const char*>(row);
   for (int64_t off = 0; off < bytes; off += 64) _mm_prefetch(p + off, _MM_HINT_T1);
@@ -337,22 +342,26 @@ void run_task(const AttnTask& t) {
   }
   const uint8_t* krow[T];  // rows the kernels read (encoded, or decoded into `tile`)
   const uint8_t* vrow[T];
-  const uint8_t* ksrc[2][T];  // encoded rows of the current and the next tile
-  const uint8_t* vsrc[2][T];
+  const uint8_t* ksrc[T];  // encoded rows of the current tile
+  const uint8_t* vsrc[T];
+  const uint8_t* kpf[T];  // and of the tile kPrefetchTiles ahead
+  const uint8_t* vpf[T];
 
   const int64_t p_last = t.pos_first + t.n_rows - 1;
   const auto hb = static_cast<int64_t>(t.head_bytes);
-  int cur = 0;
-  int64_t n_cur = std::min(T, p_last + 1);
-  tile_rows(t, 0, n_cur, ksrc[0], vsrc[0]);
-  for (int64_t j = 0; j < n_cur; ++j) {
-    prefetch_row(ksrc[0][j], hb);
-    prefetch_row(vsrc[0][j], hb);
+  auto tile_len = [&](int64_t j0) { return std::clamp<int64_t>(p_last + 1 - j0, 0, T); };
+  for (int64_t i = 0; i < kPrefetchTiles; ++i) {
+    const int64_t n = tile_len(i * T);
+    tile_rows(t, i * T, n, kpf, vpf);
+    for (int64_t j = 0; j < n; ++j) {
+      prefetch_row(kpf[j], hb);
+      prefetch_row(vpf[j], hb);
+    }
   }
-  auto rows_of = [&](const uint8_t* const* src, int64_t jn, const uint8_t* const* next,
-                     int64_t n_next, const uint8_t** dst) {
+  auto rows_of = [&](const uint8_t* const* src, int64_t jn, const uint8_t* const* pf, int64_t n_pf,
+                     const uint8_t** dst) {
     for (int64_t j = 0; j < jn; ++j) {
-      if (j < n_next) prefetch_row(next[j], hb);
+      if (j < n_pf) prefetch_row(pf[j], hb);
       if constexpr (kDirect) {
         dst[j] = src[j];
       } else {
@@ -361,11 +370,11 @@ void run_task(const AttnTask& t) {
     }
   };
   for (int64_t j0 = 0; j0 <= p_last; j0 += T) {
-    const int64_t jn = n_cur;
-    const int nxt = cur ^ 1;
-    const int64_t n_next = std::clamp<int64_t>(p_last + 1 - (j0 + T), 0, T);
-    tile_rows(t, j0 + T, n_next, ksrc[nxt], vsrc[nxt]);
-    rows_of(ksrc[cur], jn, ksrc[nxt], n_next, krow);
+    const int64_t jn = tile_len(j0);
+    tile_rows(t, j0, jn, ksrc, vsrc);
+    const int64_t n_pf = tile_len(j0 + kPrefetchTiles * T);
+    tile_rows(t, j0 + kPrefetchTiles * T, n_pf, kpf, vpf);
+    rows_of(ksrc, jn, kpf, n_pf, krow);
     for (int64_t j = jn; j < T; ++j) krow[j] = krow[0];  // padding, scores discarded
 
     // Query vectors whose position is >= j0 take part in this tile.
@@ -379,7 +388,7 @@ void run_task(const AttnTask& t) {
       alpha[m] = softmax_tile(s + m * T, valid, mx[m], l[m]);
     }
 
-    rows_of(vsrc[cur], jn, vsrc[nxt], n_next, vrow);
+    rows_of(vsrc, jn, vpf, n_pf, vrow);
     // Vectors that see every position of the tile go through the blocked kernel; the others
     // (the diagonal) one at a time with their own end. Same operation sequence either way.
     const int64_t r_full = std::clamp<int64_t>(j0 + jn - 1 - t.pos_first, 0, t.n_rows);
@@ -392,8 +401,6 @@ void run_task(const AttnTask& t) {
       pv_rows<Rows, decltype(mb)::value>(&op[static_cast<size_t>(m)], alpha + m, s + m * T, vrow,
                                          jn, hd);
     });
-    cur = nxt;
-    n_cur = n_next;
   }
   for (int64_t m = 0; m < M; ++m) {
     const __m256 inv = _mm256_set1_ps(1.0f / l[m]);
