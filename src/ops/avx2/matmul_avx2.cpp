@@ -203,6 +203,8 @@ struct WUnsigned {
   static constexpr size_t kBytes = kBytes_;
   static constexpr bool kMin = kMin_;
   static constexpr int kOff = kOff_;
+  static constexpr bool kFiveBit = kFive;
+  static constexpr size_t kQs = kQsOff, kQh = kQhOff;
   struct W {
     __m256i q;
   };
@@ -385,6 +387,152 @@ struct KLegacy {
         if constexpr (kCorr) v += hsum(corr[i][j]);
         c.y[(t0 + j) * c.ys + r + i] = v;
       }
+  }
+};
+
+// The 4-/5-bit formats with two rows per vector. A pair of rows (i, i') holds
+//   lo = [q_i[0..15] | q_i'[0..15]],  hi = [q_i[16..31] | q_i'[16..31]]
+// and the activation halves are broadcast to both 128-bit lanes, so one vpmaddubsw per half
+// covers both rows; the two halves' int16 pair sums are added (|.| <= 2·31·127·2 < 2^15) before
+// a single vpmaddwd, and one convert + FMA then serves both rows with the scale vector
+// (s_i ×4 | s_i' ×4). Row i's four int32 lanes k sum elements 4k..4k+3 and 16+4k..19+4k; its
+// float lanes accumulate per block in order and reduce as (l0+l2)+(l1+l3). Nothing crosses the
+// 128-bit halves, so a row's result is the same in either half and whatever its partner (an
+// odd last row is paired with itself): batch and split invariant. Offsets / mins enter
+// through the block-vectorized correction of KLegacy.
+template <class WT, int kRP_, int kTP_>
+struct KPaired {
+  static_assert(kRP_ % 2 == 0);
+  static constexpr int kRD = 4, kRP = kRP_, kTP = kTP_;
+  static constexpr int kChunk = 64;
+  static constexpr bool kCorr = WT::kMin || WT::kOff != 0;
+  static constexpr float kF = WT::kMin ? 1.0f : -static_cast<float>(WT::kOff);
+
+  template <int R>
+  static void dec(const Ctx& c, int64_t r, int64_t t) {
+    tile<R, 1>(c, r, t);
+  }
+
+  // The lo / hi vectors of block b for rows a (low lane) and b2 (high lane).
+  static MM_INLINE void unpack(const uint8_t* ra, const uint8_t* rb, __m256i& lo, __m256i& hi) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256i x = _mm256_inserti128_si256(_mm256_castsi128_si256(loadu128(ra + WT::kQs)),
+                                              loadu128(rb + WT::kQs), 1);
+    lo = _mm256_and_si256(x, m4);
+    hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), m4);
+    if constexpr (WT::kFiveBit) {
+      const __m256i b4 = _mm256_set1_epi8(0x10);
+      const __m256i ha = bits_to_bytes(ld32(ra + WT::kQh)), hb = bits_to_bytes(ld32(rb + WT::kQh));
+      lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_permute2x128_si256(ha, hb, 0x20), b4));
+      hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_permute2x128_si256(ha, hb, 0x31), b4));
+    }
+  }
+
+  template <int R, int T>
+  __attribute__((noinline)) static void tile(const Ctx& c, int64_t r, int64_t t0) {
+    constexpr int P = (R + 1) / 2;
+    const int64_t nb = c.w.n_cols / 32;
+    const uint8_t* wr[2 * P];
+#pragma GCC unroll 8
+    for (int i = 0; i < 2 * P; ++i) wr[i] = c.w.row(r + (i < R ? i : R - 1));
+    const int8_t* aq[T];
+    const float* ad[T];
+    const int16_t* as[T];
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j) {
+      aq[j] = c.x.qs(t0 + j);
+      ad[j] = c.x.d(t0 + j);
+      as[j] = c.x.sums(t0 + j);
+    }
+    __m256 acc[P][T];
+    [[maybe_unused]] __m256 corr[R][T];
+#pragma GCC unroll 8
+    for (int p = 0; p < P; ++p)
+#pragma GCC unroll 8
+      for (int j = 0; j < T; ++j) acc[p][j] = _mm256_setzero_ps();
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i)
+#pragma GCC unroll 8
+      for (int j = 0; j < T; ++j)
+        if constexpr (kCorr) corr[i][j] = _mm256_setzero_ps();
+    alignas(32) float sd[2 * P][T][kChunk];
+    const char* pf = reinterpret_cast<const char*>(wr[0]) + kPrefetchTiles * R * c.w.row_stride;
+    constexpr int kLines = static_cast<int>((R * WT::kBytes + 63) / 64);
+
+    for (int64_t b0 = 0; b0 < nb; b0 += kChunk) {
+      const int n = static_cast<int>(std::min<int64_t>(kChunk, nb - b0));
+      for (int g = 0; g < n; g += 8) {
+        const int ng = n - g;
+        __m256 dw8[R];
+        [[maybe_unused]] __m256 cw8[R];
+#pragma GCC unroll 8
+        for (int i = 0; i < R; ++i) {
+          const uint8_t* q = wr[i] + (b0 + g) * WT::kBytes;
+          dw8[i] = row_scales8<WT::kBytes>(q, 0, ng);
+          if constexpr (WT::kMin)
+            cw8[i] = row_scales8<WT::kBytes>(q, 2, ng);
+          else if constexpr (kCorr)
+            cw8[i] = dw8[i];
+        }
+#pragma GCC unroll 8
+        for (int j = 0; j < T; ++j) {
+          const __m256 da8 = load8_tail(ad[j] + b0 + g, ng);
+          [[maybe_unused]] __m256 e8;
+          if constexpr (kCorr)
+            e8 = _mm256_mul_ps(_mm256_mul_ps(da8, sums8_tail(as[j] + b0 + g, ng)),
+                               _mm256_set1_ps(kF));
+#pragma GCC unroll 8
+          for (int i = 0; i < 2 * P; ++i) {
+            const int ii = i < R ? i : R - 1;
+            _mm256_store_ps(&sd[i][j][g], _mm256_mul_ps(dw8[ii], da8));
+            if constexpr (kCorr)
+              if (i < R) corr[i][j] = _mm256_fmadd_ps(cw8[i], e8, corr[i][j]);
+          }
+        }
+      }
+      for (int k = 0; k < n; ++k) {
+        const int64_t b = b0 + k;
+        if constexpr (T == 1) {
+#pragma GCC unroll 8
+          for (int l = 0; l < kLines; ++l) _mm_prefetch(pf + 64 * l, _MM_HINT_T1);
+          pf += R * WT::kBytes;
+        }
+        __m256i lo[P], hi[P];
+#pragma GCC unroll 8
+        for (int p = 0; p < P; ++p)
+          unpack(wr[2 * p] + b * WT::kBytes, wr[2 * p + 1] + b * WT::kBytes, lo[p], hi[p]);
+#pragma GCC unroll 8
+        for (int j = 0; j < T; ++j) {
+          const int8_t* a = aq[j] + 32 * b;
+          const __m256i alo = _mm256_broadcastsi128_si256(loadu128(a));
+          const __m256i ahi = _mm256_broadcastsi128_si256(loadu128(a + 16));
+#pragma GCC unroll 8
+          for (int p = 0; p < P; ++p) {
+            const __m256i p16 = _mm256_add_epi16(_mm256_maddubs_epi16(lo[p], alo),
+                                                 _mm256_maddubs_epi16(hi[p], ahi));
+            const __m256 v = _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, ones16()));
+            const __m256 sc = _mm256_set_m128(_mm_broadcast_ss(&sd[2 * p + 1][j][k]),
+                                              _mm_broadcast_ss(&sd[2 * p][j][k]));
+            acc[p][j] = _mm256_fmadd_ps(v, sc, acc[p][j]);
+          }
+        }
+      }
+    }
+#pragma GCC unroll 8
+    for (int p = 0; p < P; ++p)
+#pragma GCC unroll 8
+      for (int j = 0; j < T; ++j)
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {
+          const int i = 2 * p + h;
+          if (i >= R) continue;
+          const __m128 v =
+              h == 0 ? _mm256_castps256_ps128(acc[p][j]) : _mm256_extractf128_ps(acc[p][j], 1);
+          const __m128 s2 = _mm_add_ps(v, _mm_movehl_ps(v, v));
+          float y = _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
+          if constexpr (kCorr) y += hsum(corr[i][j]);
+          c.y[(t0 + j) * c.ys + r + i] = y;
+        }
   }
 };
 
@@ -799,10 +947,10 @@ bool avx2_has_kernel(TensorType w) {
 
 #ifndef LEG_Q8_0
 #define LEG_Q8_0 2, 5
-#define LEG_Q4_0 2, 5
-#define LEG_Q4_1 2, 5
-#define LEG_Q5_0 2, 5
-#define LEG_Q5_1 2, 5
+#define LEG_Q4_0 4, 4
+#define LEG_Q4_1 4, 4
+#define LEG_Q5_0 4, 4
+#define LEG_Q5_1 4, 4
 #endif
 bool rows_avx2(const MatrixView& w, const Acts& x, float* y, int64_t y_stride, int64_t r0,
                int64_t r1) {
@@ -821,16 +969,16 @@ bool rows_avx2(const MatrixView& w, const Acts& x, float* y, int64_t y_stride, i
       drive<KLegacy<WQ8_0, LEG_Q8_0>>(c, r0, r1);
       return true;
     case TensorType::Q4_0:
-      drive<KLegacy<WQ4_0, LEG_Q4_0>>(c, r0, r1);
+      drive<KPaired<WQ4_0, LEG_Q4_0>>(c, r0, r1);
       return true;
     case TensorType::Q4_1:
-      drive<KLegacy<WQ4_1, LEG_Q4_1>>(c, r0, r1);
+      drive<KPaired<WQ4_1, LEG_Q4_1>>(c, r0, r1);
       return true;
     case TensorType::Q5_0:
-      drive<KLegacy<WQ5_0, LEG_Q5_0>>(c, r0, r1);
+      drive<KPaired<WQ5_0, LEG_Q5_0>>(c, r0, r1);
       return true;
     case TensorType::Q5_1:
-      drive<KLegacy<WQ5_1, LEG_Q5_1>>(c, r0, r1);
+      drive<KPaired<WQ5_1, LEG_Q5_1>>(c, r0, r1);
       return true;
     case TensorType::Q4_K:
       drive<KQ45K<false>>(c, r0, r1);
