@@ -7,19 +7,28 @@
 // the thread count or how rows are split — so a sequence's logits are bit-identical however it
 // was batched or chunked (the prefix cache relies on this).
 //
-// The math (identical at every SIMD level in its integer parts):
+// The math. Integer parts are exact and the same at every SIMD level; only the float
+// accumulation differs between the scalar reference and the AVX2 kernels:
 //   32-element formats × Q8_0:  y = Σ_b (dw_b·da_b)·I_b  [+ (mw_b·da_b)·S_b for Q4_1/Q5_1]
 //     with I_b = Σ_i qw_i·qa_i the exact integer dot of block b (qw the signed level, e.g.
 //     nibble − 8 for Q4_0; unsigned for Q4_1/Q5_1) and S_b = Σ_i qa_i.
+//     Scalar: those terms added in block order. AVX2: the exact unsigned-level dots as int32
+//     lane partials (8 lanes; 4 per row for the 4-/5-bit formats, two rows sharing a vector)
+//     FMA'd per lane with dw·da in block order, plus the offset / min term Σ_b cw_b·(f·da_b·S_b)
+//     (cw = dw, f = −8 / −16 for Q4_0 / Q5_0; cw = mw, f = 1 for Q4_1 / Q5_1) accumulated in 8
+//     lanes over blocks.
 //   Q4_K/Q5_K × Q8_K: y = Σ_sb (d·da)·Σ_j sc_j·I_j − (dmin·da)·Σ_j m_j·(bsum_2j + bsum_2j+1).
 //   Q6_K × Q8_K:       y = Σ_sb (d·da)·(Σ_k sc_k·I_k − 32·Σ_k sc_k·bsum_k), q unsigned 0..63.
-//   F32/F16/BF16 × f32: eight lane sums over 8-element chunks, reduced as
-//     ((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7)), then the n_cols % 8 tail added in order.
-// The scalar reference accumulates the per-block float terms in block order; the AVX2 kernels
-// keep eight int32 lane partials per block (exact), convert them to float and accumulate with
-// FMA per lane. They therefore differ from the scalar reference only by float rounding:
-// |y_avx2 − y_scalar| ≤ (2·steps + 16)·2⁻²⁴·Σ|terms| (steps = blocks, or 8-chunks for F32
-// family), i.e. ≤ 1e-5 relative to the row's Σ|terms| for widths up to 3072 with 32-blocks.
+//     AVX2: eight int32 lane partials per super-block (sub-block scales applied by vpmaddwd),
+//     converted and FMA'd per lane.
+//   F32/F16/BF16 × f32: eight lane sums over 8-element chunks (mul+add in the scalar
+//     reference, FMA in AVX2), reduced as ((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7)), then the
+//     n_cols % 8 tail added in order.
+// Tolerance (tested): |y_avx2 − y_scalar| ≤ (2·steps + 32)·2⁻²⁴·Σ|terms|, steps = blocks
+// (2 per block with an offset/min, 2 per super-block + 8 for K-quants, 8-element chunks for the
+// F32 family) and Σ|terms| the sum of the magnitudes the kernels accumulate (offset terms
+// included) — about 1e-5 of Σ|terms| at width 3072 with 32-element blocks. With unit scales
+// both paths return the exact integer dot products.
 #pragma once
 
 #include <cstdint>
