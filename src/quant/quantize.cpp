@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "quant/dequantize.h"
 #include "quant/half.h"
 #include "quant/quantize_kernels.h"
 #include "util/error.h"
@@ -49,25 +50,8 @@ size_t quantize_halves(const float* src, uint8_t* dst, int64_t n) {
 
 }  // namespace
 
-bool can_quantize(TensorType t) {
-  switch (t) {
-    case TensorType::F32:
-    case TensorType::F16:
-    case TensorType::BF16:
-    case TensorType::Q4_0:
-    case TensorType::Q4_1:
-    case TensorType::Q5_0:
-    case TensorType::Q5_1:
-    case TensorType::Q8_0:
-    case TensorType::Q4_K:
-    case TensorType::Q5_K:
-    case TensorType::Q6_K:
-    case TensorType::Q8_K:
-      return true;
-    default:
-      return false;
-  }
-}
+// Every format this build can decode it can also encode (the reference quantizers cover them all).
+bool can_quantize(TensorType t) { return can_dequantize(t); }
 
 size_t quantize_row(TensorType t, const float* src, void* dst, int64_t n) {
   if (!can_quantize(t)) fail("quantize_row: type {} is not supported", type_name(t));
