@@ -544,6 +544,23 @@ MM_INLINE __m256i bcast_word(__m256i v, int k) {  // int16 word k of each 128-bi
   return _mm256_shuffle_epi8(v, _mm256_set1_epi16(static_cast<short>(0x0100 + 0x0202 * k)));
 }
 
+// Q4_K/Q5_K: the 8 six-bit scales and 8 mins from the 12 packed bytes at p, as bytes
+// sc0..sc7, m0..m7 (reads 16 bytes): sc0-3 / m0-3 are the low 6 bits of bytes 0-3 / 4-7;
+// sc4-7 / m4-7 the low / high nibbles of bytes 8-11 plus the top two bits of bytes 0-3 / 4-7.
+MM_INLINE __m128i kquant_scales_mins(const uint8_t* p) {
+  const __m128i x = loadu128(p);
+  const __m128i a =
+      _mm_shuffle_epi8(x, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+  const __m128i b =
+      _mm_shuffle_epi8(x, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
+  const __m128i a2 = _mm_blend_epi16(a, _mm_srli_epi16(a, 4), 0xC0);  // bytes 12-15: >> 4
+  const __m128i lo = _mm_and_si128(
+      a2, _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 15, 15, 15, 15));
+  const __m128i hi = _mm_and_si128(
+      _mm_srli_epi16(b, 2), _mm_setr_epi8(0, 0, 0, 0, 48, 48, 48, 48, 0, 0, 0, 0, 48, 48, 48, 48));
+  return _mm_or_si128(lo, hi);
+}
+
 template <bool kQ5>
 struct KQ45K {
   static constexpr size_t kBytes = kQ5 ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K);
@@ -574,20 +591,13 @@ struct KQ45K {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     for (int64_t s = 0; s < nsb; ++s) {
       const uint8_t* blk = row + s * kBytes;
-      // 6-bit scales and mins: sc0-3 / m0-3 in the low bits of bytes 0-3 / 4-7; sc4-7 / m4-7
-      // from the nibbles of bytes 8-11 plus the top two bits of bytes 0-3 / 4-7.
-      const uint32_t u0 = ld32(blk + 4), u1 = ld32(blk + 8), u2 = ld32(blk + 12);
-      const uint32_t sc_lo = u0 & 0x3f3f3f3fu, mn_lo = u1 & 0x3f3f3f3fu;
-      const uint32_t sc_hi = (u2 & 0x0f0f0f0fu) | ((u0 >> 2) & 0x30303030u);
-      const uint32_t mn_hi = ((u2 >> 4) & 0x0f0f0f0fu) | ((u1 >> 2) & 0x30303030u);
-      const __m256i sm16 =
-          _mm256_cvtepu8_epi16(_mm_set_epi32(static_cast<int>(mn_hi), static_cast<int>(mn_lo),
-                                             static_cast<int>(sc_hi), static_cast<int>(sc_lo)));
+      const __m256i sm16 = _mm256_cvtepu8_epi16(kquant_scales_mins(blk + 4));
       const __m256i sc = _mm256_permute2x128_si256(sm16, sm16, 0x00);  // sc0..7 | sc0..7
       const __m128i mn = _mm256_extracti128_si256(sm16, 1);
       const __m256i mins = _mm256_set_m128i(_mm_unpackhi_epi16(mn, mn), _mm_unpacklo_epi16(mn, mn));
-      const __m256 d = _mm256_set1_ps(h2f(ld16(blk)));
-      const __m256 dmin = _mm256_set1_ps(h2f(ld16(blk + 2)));
+      const __m128 dd = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(ld32(blk))));
+      const __m256 d = _mm256_broadcastss_ps(dd);
+      const __m256 dmin = _mm256_broadcastss_ps(_mm_movehdup_ps(dd));
       [[maybe_unused]] __m256i qh;
       if constexpr (kQ5) qh = loadu256(blk + offsetof(BlockQ5_K, qh));
 
@@ -726,7 +736,7 @@ struct KQ6K {
 
 template <TensorType WT>
 struct KFloat {
-  static constexpr int kRD = 4, kRP = 4, kTP = 2;
+  static constexpr int kRD = 4, kRP = 3, kTP = 4;
   static constexpr size_t kElem = WT == TensorType::F32 ? 4 : 2;
 
   static MM_INLINE __m256 load8(const uint8_t* p) {
