@@ -14,6 +14,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ops/cpu_features.h"
@@ -175,13 +176,22 @@ double measure_read_bw(ThreadPool& pool) {
   return best;
 }
 
-struct DecodeResult {
-  double gbps = 0, us = 0;
+// The machine may be shared: every figure is the best of many timed repetitions (the least
+// disturbed one), with the median beside it.
+struct Result {
+  double best = 0, median = 0;  // GB/s or GOPS
+  double best_us = 0;           // time per call of the best repetition
 };
 
-// n_tok = 1 over `copies` distinct matrices in turn, for at least `min_s` seconds.
-DecodeResult bench_decode(TensorType t, int64_t rows, int64_t cols, ThreadPool& pool,
-                          size_t min_bytes, double min_s) {
+Result summarize(std::vector<double>& rates, std::vector<double>& us) {
+  std::sort(rates.begin(), rates.end());
+  std::sort(us.begin(), us.end());
+  return {rates.back(), rates[rates.size() / 2], us.front()};
+}
+
+// n_tok = 1 over `copies` distinct matrices in turn (one repetition = one pass over all).
+Result bench_decode(TensorType t, int64_t rows, int64_t cols, ThreadPool& pool, size_t min_bytes,
+                    double min_s) {
   const size_t mat_bytes = row_bytes(t, cols) * static_cast<size_t>(rows);
   const size_t copies = std::max<size_t>(1, (min_bytes + mat_bytes - 1) / mat_bytes);
   std::vector<std::vector<uint8_t>> ws;
@@ -190,37 +200,37 @@ DecodeResult bench_decode(TensorType t, int64_t rows, int64_t cols, ThreadPool& 
   const auto x = random_x(cols, 2);
   std::vector<float> y(static_cast<size_t>(rows));
   for (auto& w : ws) matmul(view_of(w, t, rows, cols), x.data(), 1, y.data(), pool);  // warm
-  size_t calls = 0;
-  const auto t0 = Clock::now();
-  double el = 0;
+  std::vector<double> rates, us;
+  const auto start = Clock::now();
   do {
+    const auto t0 = Clock::now();
     for (auto& w : ws) matmul(view_of(w, t, rows, cols), x.data(), 1, y.data(), pool);
-    calls += ws.size();
-    el = seconds_since(t0);
-  } while (el < min_s);
-  DecodeResult r;
-  r.gbps = static_cast<double>(mat_bytes) * static_cast<double>(calls) / el / 1e9;
-  r.us = el / static_cast<double>(calls) * 1e6;
-  return r;
+    const double el = seconds_since(t0);
+    rates.push_back(static_cast<double>(mat_bytes * copies) / el / 1e9);
+    us.push_back(el / static_cast<double>(copies) * 1e6);
+  } while (seconds_since(start) < min_s || rates.size() < 5);
+  return summarize(rates, us);
 }
 
-double bench_prefill(TensorType t, int64_t rows, int64_t cols, int64_t n_tok, ThreadPool& pool,
+Result bench_prefill(TensorType t, int64_t rows, int64_t cols, int64_t n_tok, ThreadPool& pool,
                      double min_s) {
   const auto w = make_weights(t, rows, cols, 3);
   const MatrixView m = view_of(w, t, rows, cols);
   const auto x = random_x(n_tok * cols, 4);
   std::vector<float> y(static_cast<size_t>(rows * n_tok));
   matmul(m, x.data(), n_tok, y.data(), pool);
-  int calls = 0;
-  const auto t0 = Clock::now();
-  double el = 0;
+  const double ops =
+      2.0 * static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(n_tok);
+  std::vector<double> rates, us;
+  const auto start = Clock::now();
   do {
+    const auto t0 = Clock::now();
     matmul(m, x.data(), n_tok, y.data(), pool);
-    ++calls;
-    el = seconds_since(t0);
-  } while (el < min_s);
-  return 2.0 * static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(n_tok) *
-         calls / el / 1e9;
+    const double el = seconds_since(t0);
+    rates.push_back(ops / el / 1e9);
+    us.push_back(el * 1e6);
+  } while (seconds_since(start) < min_s || rates.size() < 5);
+  return summarize(rates, us);
 }
 
 std::vector<std::string> split(const std::string& s) {
@@ -279,34 +289,36 @@ int main(int argc, char** argv) {
   for (int nt : threads) {
     ThreadPool pool(nt);
     const double bw = measure_read_bw(pool);
-    std::printf("\n== %d thread%s: measured read bandwidth %.1f GB/s ==\n", nt, nt > 1 ? "s" : "",
-                bw);
-    std::printf("%-5s | %-21s | %-21s | %-21s | %-14s | %-14s\n", "type", "decode 1024x3072",
-                "decode 3072x1024", "decode 151936x1024", "pp512 1024x3072", "pp512 3072x1024");
-    std::printf("%-5s | %-21s | %-21s | %-21s | %-14s | %-14s\n", "", "(cols x rows) GB/s %bw",
-                "GB/s %bw", "GB/s %bw", "GOPS", "GOPS");
+    std::printf(
+        "\n== %d thread%s: measured read bandwidth %.1f GB/s (best of 5 passes over 1 GiB) ==\n",
+        nt, nt > 1 ? "s" : "", bw);
+    std::printf(
+        "decode (n_tok=1, GB/s of weights, best/median, %% of read bw); prefill (n_tok=512, "
+        "GOPS = 2*rows*cols*tok/s, best/median)\n");
+    std::printf("shapes as cols x rows (input width x outputs)\n");
+    std::printf("%-5s | %-23s | %-23s | %-23s | %-15s | %-15s\n", "type", "dec 1024x3072",
+                "dec 3072x1024", "dec 1024x151936", "pp512 1024x3072", "pp512 3072x1024");
     for (TensorType t : types) {
       const bool simd = matmul_has_simd_kernel(t);
       std::printf("%-5s |", std::string(type_name(t)).c_str());
       std::fflush(stdout);
-      // (n_cols, n_rows): FFN up/gate shape, FFN down shape, output (lm head) shape.
-      const DecodeResult a = bench_decode(t, 3072, 1024, pool, rotate_bytes, min_s);
-      std::printf(" %6.1f %5.0f%% %6.0fus |", a.gbps, 100 * a.gbps / bw, a.us);
-      std::fflush(stdout);
-      const DecodeResult b = bench_decode(t, 1024, 3072, pool, rotate_bytes, min_s);
-      std::printf(" %6.1f %5.0f%% %6.0fus |", b.gbps, 100 * b.gbps / bw, b.us);
-      std::fflush(stdout);
-      if (lm_head) {
-        const DecodeResult c = bench_decode(t, 151936, 1024, pool, 0, min_s);
-        std::printf(" %6.1f %5.0f%% %6.0fus |", c.gbps, 100 * c.gbps / bw, c.us);
-      } else {
-        std::printf(" %21s |", "-");
-      }
-      std::fflush(stdout);
-      if (prefill) {
-        std::printf(" %14.1f |", bench_prefill(t, 3072, 1024, 512, pool, min_s));
+      auto dec = [&](int64_t rows, int64_t cols, size_t rot) {
+        const Result r = bench_decode(t, rows, cols, pool, rot, min_s);
+        std::printf(" %5.1f/%5.1f %4.0f%%      |", r.best, r.median, 100 * r.best / bw);
         std::fflush(stdout);
-        std::printf(" %14.1f", bench_prefill(t, 1024, 3072, 512, pool, min_s));
+      };
+      dec(3072, 1024, rotate_bytes);  // FFN up/gate shape
+      dec(1024, 3072, rotate_bytes);  // FFN down shape
+      if (lm_head)
+        dec(151936, 1024, 0);  // output (lm head) shape
+      else
+        std::printf(" %23s |", "-");
+      if (prefill) {
+        for (auto [rows, cols] : {std::pair<int64_t, int64_t>{3072, 1024}, {1024, 3072}}) {
+          const Result r = bench_prefill(t, rows, cols, 512, pool, min_s);
+          std::printf(" %6.1f/%6.1f  |", r.best, r.median);
+          std::fflush(stdout);
+        }
       }
       std::printf("%s\n", simd ? "" : "  (scalar path)");
     }
