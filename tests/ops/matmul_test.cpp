@@ -581,6 +581,33 @@ TEST(Matmul, MatchesDequantizedReference) {
   }
 }
 
+// Rows padded beyond their packed size (row_stride > row_bytes) are read at their stride.
+TEST(Matmul, PaddedRowStride) {
+  LevelGuard guard;
+  ThreadPool pool(2);
+  for (SimdLevel level : {SimdLevel::Avx2, SimdLevel::Scalar}) {
+    if (level == SimdLevel::Avx2 && !have_avx2()) continue;
+    set_simd_level(level);
+    for (T type : kAllTypes) {
+      const int64_t cols = is_kquant(type) ? 512 : 96, rows = 37, n_tok = 6;
+      const Weights w = quantized_weights(type, rows, cols, 51);
+      const size_t rb = row_bytes(type, cols), stride = rb + 40;
+      std::vector<uint8_t> padded(stride * rows, 0xAB);
+      for (int64_t r = 0; r < rows; ++r)
+        std::memcpy(padded.data() + r * stride, w.bytes.data() + r * rb, rb);
+      MatrixView mp = w.view(rows);
+      mp.data = padded.data();
+      mp.row_stride = stride;
+      const auto x = random_floats(static_cast<size_t>(n_tok * cols), 52);
+      std::vector<float> y(static_cast<size_t>(rows * n_tok)), yp(y.size());
+      matmul(w.view(rows), x.data(), n_tok, y.data(), pool);
+      matmul(mp, x.data(), n_tok, yp.data(), pool);
+      ASSERT_EQ(std::memcmp(y.data(), yp.data(), y.size() * 4), 0)
+          << type_name(type) << " " << simd_level_name(level);
+    }
+  }
+}
+
 TEST(Matmul, RejectsBadInput) {
   ThreadPool pool(1);
   const Weights w = quantized_weights(T::Q8_0, 4, 64, 1);
