@@ -1,14 +1,22 @@
 // AVX2 matmul kernels (compiled with -mavx2 -mfma -mf16c; called only at SimdLevel::Avx2).
 //
 // Quantized weights × 8-bit activations use integer dot products: vpmaddubsw (u8 × s8 pairs
-// into int16) and vpmaddwd (int16 pairs into int32), so every block's dot product is exact and
-// left as eight int32 lane partials, which are converted to float and accumulated per lane with
-// FMA. F32/F16/BF16 weights are widened to f32 and FMA'd with f32 activations.
+// into int16) and vpmaddwd (int16 pairs into int32; Q8_0 widens both sides to int16 and uses
+// vpmaddwd alone), so every block's dot product is exact and left as int32 lane partials, which
+// are converted to float and accumulated per lane with FMA. F32/F16/BF16 weights are widened
+// to f32 and FMA'd with f32 activations.
 //
 // Register tiles: a tile computes R weight rows × T tokens, loading/unpacking each weight block
 // once per tile and each activation block once per tile. Every (row, token) pair performs the
-// very same instruction sequence on the same lanes whatever R, T, n_tok or the row split are, so
-// results are batch invariant by construction: the tile shape only changes what is shared.
+// very same arithmetic on the same lanes whatever R, T, n_tok or the row split are, so results
+// are batch invariant by construction: the tile shape only changes what is shared.
+//
+// On this class of machine (Zen 4 without AVX-512) vpmaddubsw, vpmaddwd, FMA and vmulps share
+// the same two pipes, and about three vector instructions retire per cycle; the kernels are
+// shaped by that: block scale products are computed 8 blocks per instruction into a small
+// table and broadcast from memory, offset/min terms are folded into a block-vectorized
+// correction, and the 4-/5-bit formats put two rows in one vector so a single convert + FMA
+// serves both.
 //
 // The kernels read the GGUF block layout as mapped from the file (no repacking, no copies).
 #include <immintrin.h>
