@@ -110,10 +110,6 @@ MM_INLINE __m256 packed_scales(const uint8_t* const* blk, size_t off) {
   }
 }
 
-MM_INLINE __m256 lane_bcast(__m256 v, int k) {
-  return _mm256_permutevar8x32_ps(v, _mm256_set1_epi32(k));
-}
-
 // ---------------------------------------------------------------------------------------------
 // Kernel context and the generic row/token tiling driver
 
@@ -199,7 +195,7 @@ MM_INLINE __m256i nibbles(const uint8_t* qs) {
                           _mm256_set1_epi8(0x0F));
 }
 
-MM_INLINE __m256i nibbles5(const uint8_t* qs, const uint8_t* qh) {
+[[maybe_unused]] MM_INLINE __m256i nibbles5(const uint8_t* qs, const uint8_t* qh) {
   const __m256i hb = _mm256_and_si256(bits_to_bytes(ld32(qh)), _mm256_set1_epi8(0x10));
   return _mm256_or_si256(nibbles(qs), hb);
 }
