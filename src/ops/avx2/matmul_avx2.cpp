@@ -25,6 +25,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "ops/matmul.h"
 #include "ops/matmul_kernels.h"
 #include "quant/blocks.h"
 
@@ -940,24 +941,8 @@ void quantize_rows_avx2(TensorType act_type, const float* x, int64_t n_tok, int6
   }
 }
 
-bool avx2_has_kernel(TensorType w) {
-  switch (w) {
-    case TensorType::F32:
-    case TensorType::F16:
-    case TensorType::BF16:
-    case TensorType::Q8_0:
-    case TensorType::Q4_0:
-    case TensorType::Q4_1:
-    case TensorType::Q5_0:
-    case TensorType::Q5_1:
-    case TensorType::Q4_K:
-    case TensorType::Q5_K:
-    case TensorType::Q6_K:
-      return true;
-    default:
-      return false;
-  }
-}
+// Every format the matmul layer supports has an AVX2 kernel; keep one list (ops::matmul_supported).
+bool avx2_has_kernel(TensorType w) { return matmul_supported(w); }
 
 #ifndef LEG_Q8_0
 #define LEG_Q8_0 2, 5
