@@ -8,6 +8,8 @@ packages=(
   libfmt-dev nlohmann-json3-dev libcli11-dev # libraries
   libpcre2-dev                               # Unicode regex (pre-tokenizers)
   libutf8proc-dev                            # Unicode normalization (WordPiece)
+  libcpp-httplib-dev                         # HTTP server and `hearth pull`
+  libxxhash-dev libzstd-dev                  # prefix-cache keys, disk tier
   googletest libgtest-dev libgmock-dev       # unit tests
   clang libclang-rt-14-dev                   # libFuzzer target
 )
@@ -18,6 +20,10 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
+# Server integration tests drive hearth with the official `openai` npm client.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  missing+=(nodejs npm)
+fi
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#packages[@]} packages present"
   exit 0
