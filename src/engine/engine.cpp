@@ -86,6 +86,9 @@ Engine::~Engine() {
 }
 
 SubmitResult Engine::submit(GenerationRequest request) {
+  if (request.prompt.empty() && !request.prompt_text.text.empty())
+    request.prompt = tok_.encode(request.prompt_text.text, request.prompt_text.add_special,
+                                 request.prompt_text.parse_special);
   if (request.prompt.empty()) return {-1, "the prompt has no tokens"};
   if (request.max_tokens < 0) return {-1, "max_tokens must be >= 0"};
   for (int32_t id : request.prompt)

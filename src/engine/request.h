@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace hearth {
@@ -13,6 +14,7 @@ const char* finish_reason_name(FinishReason r);
 
 struct RequestStats {
   int64_t prompt_tokens = 0;
+  int64_t cached_tokens = 0;     // prompt tokens whose K/V came from the prefix cache
   int64_t prefilled_tokens = 0;  // tokens computed for this request (recomputation included)
   int64_t generated_tokens = 0;
   int64_t preemptions = 0;
@@ -21,22 +23,45 @@ struct RequestStats {
   double decode_ms = 0;  // first -> last generated token
 };
 
+struct TokenLogprob {
+  int32_t token = -1;
+  float logprob = 0.0f;
+};
+
 struct EngineEvent {
   enum class Kind { Token, Finished } kind = Kind::Token;
   int64_t request_id = 0;
   int32_t token = -1;  // Token: the generated id
-  std::string text;    // Token: the complete UTF-8 this token adds (may be empty)
+  std::string text;    // Token: UTF-8 safe to show now (complete characters, no partial stop
+                       // string; held-back text comes with a later event, possibly Finished)
+  float logprob = 0.0f;                    // Token, when n_probs > 0
+  std::vector<TokenLogprob> top_logprobs;  // Token, when n_probs > 0: best first
   FinishReason reason = FinishReason::Stop;  // Finished
   std::string error;                         // Finished with Error
   RequestStats stats;                        // Finished
 };
 
+// A prompt given as text is tokenized by the engine against the prefix cache: where the text
+// starts with a cached conversation's text, that conversation's tokens are reused as they were
+// computed, and only the rest is tokenized (see kv/prefix_cache.h).
+struct TextPrompt {
+  std::string text;
+  bool add_special = true;    // BOS (and the like) as the vocabulary asks
+  bool parse_special = true;  // special-token text becomes special tokens...
+  // ...only inside these byte ranges when non-empty (the chat template's own text, so message
+  // content cannot inject control tokens)
+  std::vector<std::pair<size_t, size_t>> special_ranges;
+};
+
 struct GenerationRequest {
-  std::vector<int32_t> prompt;  // token ids (already templated and tokenized)
+  std::vector<int32_t> prompt;  // token ids (already templated and tokenized), or
+  TextPrompt prompt_text;       // used when `prompt` is empty
   float temperature = 0.0f;     // 0 = greedy
   uint64_t seed = 0;
   int64_t max_tokens = 128;
   bool stop_at_eog = true;  // end on the vocabulary's end-of-generation tokens
+  std::vector<std::string> stop;  // stop strings (matched across token boundaries; not emitted)
+  int32_t n_probs = 0;            // report the chosen token's logprob and the top n
   // Called on the engine's thread; must not block for long.
   std::function<void(const EngineEvent&)> on_event;
 };
