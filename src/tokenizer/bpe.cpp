@@ -581,13 +581,13 @@ void BpeModel::encode_fragment(std::string_view text, std::vector<TokenId>& out)
       text, [&](size_t offset, size_t length) { encode_word(text.substr(offset, length), out); });
 }
 
-std::vector<TokenId> BpeModel::tokenize(std::string_view text, bool add_special,
-                                        bool parse_special) const {
+std::vector<TokenId> BpeModel::tokenize(std::string_view text, bool add_special, bool parse_special,
+                                        const ByteRanges* control_ranges) const {
   const Vocab& v = *vocab_;
   std::vector<TokenId> out;
   out.reserve(text.size() / 3 + 2);
   if (add_special && v.add_bos()) out.push_back(v.bos());
-  for (const Fragment& f : split_special_tokens(v, text, parse_special)) {
+  for (const Fragment& f : split_special_tokens(v, text, parse_special, control_ranges)) {
     if (f.is_token()) {
       out.push_back(f.token);
     } else {

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "tokenizer/pretokenizer.h"
+#include "tokenizer/special.h"
 #include "tokenizer/vocab.h"
 
 namespace hearth {
@@ -63,7 +64,8 @@ class BpeModel {
   // llama_tokenize for a BPE vocabulary: BOS/EOS per add_bos/add_eos with `add_special`,
   // special texts (parse_special), pre-tokenization, merges. Any byte string is accepted:
   // ill-formed UTF-8 is kept byte-exact (see pretokenizer.h) so decode(encode(x)) == x.
-  std::vector<TokenId> tokenize(std::string_view text, bool add_special, bool parse_special) const;
+  std::vector<TokenId> tokenize(std::string_view text, bool add_special, bool parse_special,
+                                const ByteRanges* control_ranges = nullptr) const;
   // Appends the ids of a raw text fragment (no special-token handling).
   void encode_fragment(std::string_view text, std::vector<TokenId>& out) const;
   // Appends the ids of one pre-token (no pre-tokenization).

@@ -10,10 +10,16 @@ bool is_ascii_space(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
 }
 
+bool inside(const ByteRanges& ranges, size_t begin, size_t end) {
+  for (const auto& [b, e] : ranges)
+    if (begin >= b && end <= e) return true;
+  return false;
+}
+
 }  // namespace
 
 std::vector<Fragment> split_special_tokens(const Vocab& vocab, std::string_view text,
-                                           bool parse_special) {
+                                           bool parse_special, const ByteRanges* control_ranges) {
   std::vector<Fragment> fragments;
   if (text.empty()) return fragments;
   fragments.push_back({kNoToken, 0, text.size()});
@@ -49,6 +55,7 @@ std::vector<Fragment> split_special_tokens(const Vocab& vocab, std::string_view 
     const uint32_t attr = vocab.attr(id);
     if (!parse_special && (attr & (kAttrControl | kAttrUnknown))) continue;
     const std::string_view special = vocab.text(id);
+    const bool ranged = control_ranges && (attr & (kAttrControl | kAttrUnknown));
 
     bool changed = false;
     next.clear();
@@ -60,7 +67,10 @@ std::vector<Fragment> split_special_tokens(const Vocab& vocab, std::string_view 
       size_t pos = f.offset;
       const size_t end = f.offset + f.length;
       while (pos < end) {
-        const size_t match = text.substr(0, end).find(special, pos);
+        size_t match = text.substr(0, end).find(special, pos);
+        while (ranged && match != std::string_view::npos &&
+               !inside(*control_ranges, match, match + special.size()))
+          match = text.substr(0, end).find(special, match + 1);
         if (match == std::string_view::npos) break;
         changed = true;
         size_t left_end = match;

@@ -4,11 +4,14 @@
 
 #include <cstddef>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "tokenizer/vocab.h"
 
 namespace hearth {
+
+using ByteRanges = std::vector<std::pair<size_t, size_t>>;
 
 // A piece of the input: either a special token, or a byte range of raw text to tokenize.
 struct Fragment {
@@ -27,7 +30,11 @@ struct Fragment {
 //    otherwise their text stays plain text.
 //  - a token with the RSTRIP (LSTRIP) attribute swallows the ASCII whitespace after (before) it.
 // Raw fragments are never empty; an empty text gives no fragments.
+// `control_ranges`, when not null, narrows `parse_special` to CONTROL/UNKNOWN texts lying wholly
+// inside one of these byte ranges [begin, end) (sorted, disjoint): a chat template's own text,
+// so message content cannot inject control tokens.
 std::vector<Fragment> split_special_tokens(const Vocab& vocab, std::string_view text,
-                                           bool parse_special);
+                                           bool parse_special,
+                                           const ByteRanges* control_ranges = nullptr);
 
 }  // namespace hearth

@@ -134,14 +134,14 @@ void spm_segment(const Vocab& vocab, std::string_view text, std::vector<TokenId>
 }
 
 std::vector<TokenId> spm_tokenize(const Vocab& vocab, std::string_view text, bool add_special,
-                                  bool parse_special) {
+                                  bool parse_special, const ByteRanges* control_ranges) {
   std::vector<TokenId> out;
   out.reserve(text.size() / 3 + 2);
   if (add_special && vocab.add_bos()) out.push_back(vocab.bos());
 
   bool prev_special = true;  // the text start counts as "after a special token"
   std::string buf;
-  for (const Fragment& f : split_special_tokens(vocab, text, parse_special)) {
+  for (const Fragment& f : split_special_tokens(vocab, text, parse_special, control_ranges)) {
     if (f.is_token()) {
       out.push_back(f.token);
       prev_special = true;

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tokenizer/special.h"
 #include "tokenizer/vocab.h"
 
 namespace hearth {
@@ -34,6 +35,6 @@ void spm_segment(const Vocab& vocab, std::string_view text, std::vector<TokenId>
 //    then spaces become U+2581 and it is segmented with spm_segment;
 //  - an empty text gives no text tokens (only BOS/EOS with add_special).
 std::vector<TokenId> spm_tokenize(const Vocab& vocab, std::string_view text, bool add_special,
-                                  bool parse_special);
+                                  bool parse_special, const ByteRanges* control_ranges = nullptr);
 
 }  // namespace hearth

@@ -48,6 +48,21 @@ std::vector<TokenId> Tokenizer::encode(std::string_view text, bool add_special,
   fail("tokenizer model '{}' is not supported", vocab_->model());
 }
 
+std::vector<TokenId> Tokenizer::encode_with_control_ranges(std::string_view text, bool add_special,
+                                                           const ByteRanges& ranges) const {
+  switch (vocab_->type()) {
+    case VocabType::Spm:
+      return spm_tokenize(*vocab_, text, add_special, true, &ranges);
+    case VocabType::Bpe:
+      return bpe_->tokenize(text, add_special, true, &ranges);
+    case VocabType::Wpm:
+      return wpm_->tokenize(text, add_special, true, &ranges);
+    default:
+      break;
+  }
+  fail("tokenizer model '{}' is not supported", vocab_->model());
+}
+
 std::string Tokenizer::decode(std::span<const TokenId> ids, const DecodeOptions& options) const {
   return hearth::decode(*vocab_, ids, options);
 }

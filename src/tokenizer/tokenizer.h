@@ -48,6 +48,11 @@ class Tokenizer {
   // normalizer removes).
   std::vector<TokenId> encode(std::string_view text, bool add_special = true,
                               bool parse_special = false) const;
+  // As encode with parse_special, but CONTROL texts count only inside `control_ranges` (see
+  // split_special_tokens): for rendered chat prompts, where only the template's own text may
+  // carry control tokens.
+  std::vector<TokenId> encode_with_control_ranges(std::string_view text, bool add_special,
+                                                  const ByteRanges& control_ranges) const;
 
   // Ids -> raw bytes (see hearth::decode and DecodeOptions).
   std::string decode(std::span<const TokenId> ids, const DecodeOptions& options = {}) const;

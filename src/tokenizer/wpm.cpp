@@ -233,12 +233,12 @@ std::vector<std::string> WpmModel::words(std::string_view text) const {
   return out;
 }
 
-std::vector<TokenId> WpmModel::tokenize(std::string_view text, bool add_special,
-                                        bool parse_special) const {
+std::vector<TokenId> WpmModel::tokenize(std::string_view text, bool add_special, bool parse_special,
+                                        const ByteRanges* control_ranges) const {
   const Vocab& v = *vocab_;
   std::vector<TokenId> out;
   if (add_special && v.add_bos() && v.bos() != kNoToken) out.push_back(v.bos());
-  for (const Fragment& f : split_special_tokens(v, text, parse_special)) {
+  for (const Fragment& f : split_special_tokens(v, text, parse_special, control_ranges)) {
     if (f.is_token()) {
       out.push_back(f.token);
     } else {

@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tokenizer/special.h"
 #include "tokenizer/vocab.h"
 
 namespace hearth {
@@ -29,7 +30,8 @@ class WpmModel {
 
   // llama_tokenize for a WordPiece vocabulary: with `add_special`, [CLS] (BOS) first when the
   // vocabulary adds it and [SEP] last; special texts split first (parse_special as elsewhere).
-  std::vector<TokenId> tokenize(std::string_view text, bool add_special, bool parse_special) const;
+  std::vector<TokenId> tokenize(std::string_view text, bool add_special, bool parse_special,
+                                const ByteRanges* control_ranges = nullptr) const;
   // Appends the ids of a raw text fragment (no special-token handling).
   void encode_fragment(std::string_view text, std::vector<TokenId>& out) const;
   // Steps 1 and 2 only: the words of `text`, as UTF-8 (exposed for tests).
