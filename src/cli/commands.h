@@ -14,5 +14,7 @@ void add_inspect(CLI::App& app, Context& ctx);
 void add_synth(CLI::App& app, Context& ctx);
 void add_bench(CLI::App& app, Context& ctx);
 void add_tokenize(CLI::App& app, Context& ctx);
+void add_serve(CLI::App& app, Context& ctx);
+void add_pull(CLI::App& app, Context& ctx);
 
 }  // namespace hearth::cli

@@ -15,6 +15,8 @@ int main(int argc, char** argv) {
   hearth::cli::add_synth(app, ctx);
   hearth::cli::add_bench(app, ctx);
   hearth::cli::add_tokenize(app, ctx);
+  hearth::cli::add_serve(app, ctx);
+  hearth::cli::add_pull(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
