@@ -1,0 +1,930 @@
+#include "chat/interpreter.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+
+#include "chat/builtins.h"
+
+namespace hearth::chat {
+
+using Kind = TemplateError::Kind;
+
+void append_ranges(Ranges& a, size_t a_size, const Ranges& b) {
+  for (const auto& r : b) {
+    const auto first = static_cast<uint32_t>(r.first + a_size);
+    const auto second = static_cast<uint32_t>(r.second + a_size);
+    if (!a.empty() && a.back().second == first) {
+      a.back().second = second;
+    } else {
+      a.push_back({first, second});
+    }
+  }
+}
+
+Value derived_string(std::string s, bool trusted) {
+  return Value::string(std::move(s), trusted);
+}
+
+Value* Interpreter::Scope::find(std::string_view name) {
+  for (Scope* s = this; s; s = s->parent)
+    for (auto& kv : s->vars)
+      if (kv.first == name) return &kv.second;
+  return nullptr;
+}
+
+void Interpreter::Scope::set(const std::string& name, Value v) {
+  for (auto& kv : vars) {
+    if (kv.first == name) {
+      kv.second = std::move(v);
+      return;
+    }
+  }
+  vars.emplace_back(name, std::move(v));
+}
+
+Interpreter::Interpreter(const Program& program, const RenderOptions& options)
+    : program_(program), opt_(options) {}
+
+void Interpreter::fail(Kind kind, const std::string& message) const {
+  throw TemplateError(kind, loc_, message);
+}
+
+void Interpreter::charge(uint64_t units) {
+  work_ += units;
+  if (work_ > opt_.limits.max_work)
+    fail(Kind::Limit, "the template did too much work (Limits::max_work)");
+}
+
+void Interpreter::check_size(size_t bytes) {
+  if (bytes > opt_.limits.max_output_bytes)
+    fail(Kind::Limit, "a string would exceed the output limit of " +
+                          std::to_string(opt_.limits.max_output_bytes) + " bytes");
+  charge(bytes / 16 + 1);
+}
+
+Rendered Interpreter::run(const nlohmann::ordered_json& context) {
+  if (!context.is_object() && !context.is_null())
+    throw TemplateError(Kind::Runtime, {1, 1}, "the render context must be a JSON object");
+  if (context.is_object()) {
+    root_.vars.reserve(context.size() + 8);
+    for (const auto& [k, v] : context.items()) {
+      bool special = false;
+      for (const auto& name : opt_.special_variables) special = special || name == k;
+      root_.vars.emplace_back(k, Value::from_json(v, special && v.is_string()));
+    }
+  }
+  outs_.emplace_back();
+  outs_.back().text.reserve(4096);
+  exec(program_.body, root_);
+  Rendered r;
+  r.text = std::move(outs_.back().text);
+  r.special_ok.reserve(outs_.back().ranges.size());
+  for (const auto& [a, b] : outs_.back().ranges) r.special_ok.emplace_back(a, b);
+  return r;
+}
+
+void Interpreter::emit_text(const std::string& text) {
+  Out& o = outs_.back();
+  const size_t at = o.text.size();
+  if (at + text.size() > opt_.limits.max_output_bytes)
+    fail(Kind::Limit, "the output would exceed " + std::to_string(opt_.limits.max_output_bytes) +
+                          " bytes (Limits::max_output_bytes)");
+  o.text += text;
+  if (!text.empty()) append_ranges(o.ranges, at, Ranges{{0, static_cast<uint32_t>(text.size())}});
+}
+
+void Interpreter::emit(const Value& v) {
+  Out& o = outs_.back();
+  const size_t at = o.text.size();
+  if (v.is_string()) {
+    const StrData& d = v.str_ref();
+    if (at + d.s.size() > opt_.limits.max_output_bytes)
+      fail(Kind::Limit, "the output would exceed " + std::to_string(opt_.limits.max_output_bytes) +
+                            " bytes (Limits::max_output_bytes)");
+    o.text += d.s;
+    append_ranges(o.ranges, at, d.trusted);
+    return;
+  }
+  std::string s = v.to_str();
+  if (at + s.size() > opt_.limits.max_output_bytes)
+    fail(Kind::Limit, "the output would exceed " + std::to_string(opt_.limits.max_output_bytes) +
+                          " bytes (Limits::max_output_bytes)");
+  o.text += s;
+}
+
+Value Interpreter::capture(const Body& body, Scope& scope) {
+  outs_.emplace_back();
+  Flow f = exec(body, scope);
+  (void)f;
+  Out o = std::move(outs_.back());
+  outs_.pop_back();
+  auto d = std::make_shared<StrData>();
+  d->s = std::move(o.text);
+  d->trusted = std::move(o.ranges);
+  return Value::string(std::move(d));
+}
+
+Interpreter::Flow Interpreter::exec(const Body& body, Scope& scope) {
+  for (const auto& s : body) {
+    const Flow f = exec_stmt(*s, scope);
+    if (f != Flow::Normal) return f;
+  }
+  return Flow::Normal;
+}
+
+Value Interpreter::apply_filters(const std::vector<ExprPtr>& filters, Value v, Scope& scope) {
+  for (const auto& f : filters) {
+    CallArgs args;
+    eval_args(*f, 1, scope, args);
+    loc_ = f->loc;
+    v = apply_filter(*this, f->name, v, args);
+  }
+  return v;
+}
+
+Interpreter::Flow Interpreter::exec_stmt(const Stmt& s, Scope& scope) {
+  switch (s.kind) {
+    case Stmt::Kind::Text:
+      emit_text(s.text);
+      return Flow::Normal;
+    case Stmt::Kind::Print:
+      emit(eval(*s.expr, scope));
+      return Flow::Normal;
+    case Stmt::Kind::If:
+      for (size_t i = 0; i < s.conds.size(); ++i)
+        if (eval(*s.conds[i], scope).truthy()) return exec(s.bodies[i], scope);
+      if (s.bodies.size() > s.conds.size()) return exec(s.bodies.back(), scope);
+      return Flow::Normal;
+    case Stmt::Kind::For: {
+      Flow f = Flow::Normal;
+      exec_for(s, scope, f);
+      return Flow::Normal;
+    }
+    case Stmt::Kind::Set: {
+      Value v = eval(*s.expr, scope);
+      if (!s.target_attr.empty()) {
+        Value* ns = scope.find(s.targets[0]);
+        loc_ = s.loc;
+        if (!ns || !ns->is_dict() || !ns->dict_data().is_namespace)
+          fail(Kind::Runtime, "cannot assign attribute on non-namespace object");
+        ns->dict_data().set(s.target_attr, std::move(v));
+      } else if (s.targets.size() == 1) {
+        scope.set(s.targets[0], std::move(v));
+      } else {
+        loc_ = s.loc;
+        if (!v.is_list() || v.list_data().items.size() != s.targets.size())
+          fail(Kind::Runtime, "cannot unpack " + v.type_name() + " into " +
+                                  std::to_string(s.targets.size()) + " names");
+        for (size_t i = 0; i < s.targets.size(); ++i)
+          scope.set(s.targets[i], v.list_data().items[i]);
+      }
+      return Flow::Normal;
+    }
+    case Stmt::Kind::SetBlock: {
+      Value v = capture(s.bodies[0], scope);
+      scope.set(s.targets[0], apply_filters(s.filters, std::move(v), scope));
+      return Flow::Normal;
+    }
+    case Stmt::Kind::Macro: {
+      auto c = std::make_shared<Callable>();
+      c->name = s.text;
+      const Stmt* def = &s;
+      c->fn = [def](Interpreter& in, CallArgs& a) { return in.call_macro(*def, a, nullptr); };
+      scope.set(s.text, Value::callable(std::move(c)));
+      return Flow::Normal;
+    }
+    case Stmt::Kind::CallBlock: {
+      // caller() renders the block body in this scope, with the call block's parameters.
+      auto alive = std::make_shared<bool>(true);
+      auto c = std::make_shared<Callable>();
+      c->name = "caller";
+      const Stmt* st = &s;
+      Scope* sc = &scope;
+      c->fn = [st, sc, alive](Interpreter& in, CallArgs& a) -> Value {
+        if (!*alive) in.fail(Kind::Runtime, "caller() used outside its call block");
+        Scope inner;
+        inner.parent = sc;
+        for (size_t i = 0; i < st->params.size(); ++i) {
+          Value v;
+          if (i < a.positional.size()) {
+            v = a.positional[i];
+          } else if (const Value* k = a.kw(st->params[i].name)) {
+            v = *k;
+          } else if (st->params[i].default_value) {
+            v = in.eval(*st->params[i].default_value, inner);
+          }
+          inner.set(st->params[i].name, std::move(v));
+        }
+        return in.capture(st->bodies[0], inner);
+      };
+      Value caller = Value::callable(c);
+      const Expr& call_expr = *s.expr;
+      Value fn = eval(*call_expr.args[0], scope);
+      CallArgs args;
+      eval_args(call_expr, 1, scope, args);
+      args.keyword.emplace_back("caller", caller);
+      loc_ = call_expr.loc;
+      Value out = call(fn, args);
+      *alive = false;
+      emit(out);
+      return Flow::Normal;
+    }
+    case Stmt::Kind::FilterBlock: {
+      Value v = capture(s.bodies[0], scope);
+      emit(apply_filters(s.filters, std::move(v), scope));
+      return Flow::Normal;
+    }
+    case Stmt::Kind::Break:
+      return Flow::Break;
+    case Stmt::Kind::Continue:
+      return Flow::Continue;
+    case Stmt::Kind::Scope: {
+      if (!s.new_scope) return exec(s.bodies[0], scope);
+      Scope inner;
+      inner.parent = &scope;
+      for (size_t i = 0; i < s.targets.size(); ++i)
+        inner.set(s.targets[i], eval(*s.exprs[i], scope));
+      return exec(s.bodies[0], inner);
+    }
+  }
+  return Flow::Normal;
+}
+
+namespace {
+
+// The items a for loop (or a filter) iterates: list items, dict keys, string characters.
+std::vector<Value> iterate_items(Interpreter& in, const Value& v) {
+  switch (v.type()) {
+    case Value::Type::Undefined:
+      return {};
+    case Value::Type::List:
+      return v.list_data().items;
+    case Value::Type::Dict: {
+      std::vector<Value> keys;
+      keys.reserve(v.dict_data().items.size());
+      for (const auto& kv : v.dict_data().items) keys.push_back(Value::string(kv.first));
+      return keys;
+    }
+    case Value::Type::String: {
+      std::vector<Value> chars;
+      const std::string& s = v.str();
+      const bool trusted = v.str_ref().fully_trusted();
+      auto off = utf8_offsets(s);
+      chars.reserve(off.size());
+      for (size_t i = 0; i + 1 < off.size(); ++i)
+        chars.push_back(Value::string(s.substr(off[i], off[i + 1] - off[i]), trusted));
+      return chars;
+    }
+    default:
+      in.fail(Kind::Type, "'" + v.type_name() + "' object is not iterable");
+  }
+}
+
+}  // namespace
+
+std::vector<Value> iterable_items(Interpreter& in, const Value& v) {
+  return iterate_items(in, v);
+}
+
+void Interpreter::exec_for(const Stmt& s, Scope& scope, Flow& flow) {
+  Value iterable = eval(*s.expr, scope);
+  loc_ = s.loc;
+  std::vector<Value> items = iterate_items(*this, iterable);
+  Scope inner;
+  inner.parent = &scope;
+  auto bind = [&](const Value& item) {
+    if (s.targets.size() == 1) {
+      inner.set(s.targets[0], item);
+      return;
+    }
+    if (!item.is_list() || item.list_data().items.size() != s.targets.size()) {
+      loc_ = s.loc;
+      fail(Kind::Runtime, "cannot unpack " + item.type_name() + " into " +
+                              std::to_string(s.targets.size()) + " loop variables");
+    }
+    for (size_t i = 0; i < s.targets.size(); ++i)
+      inner.set(s.targets[i], item.list_data().items[i]);
+  };
+  if (s.cond) {
+    std::vector<Value> kept;
+    for (auto& item : items) {
+      charge(1);
+      bind(item);
+      if (eval(*s.cond, inner).truthy()) kept.push_back(std::move(item));
+    }
+    items = std::move(kept);
+  }
+  if (items.empty()) {
+    if (s.bodies.size() > 1) exec(s.bodies[1], scope);
+    return;
+  }
+  auto loop = std::make_shared<LoopData>();
+  loop->items = std::move(items);
+  if (Value* outer = scope.find("loop"); outer && outer->is_loop())
+    loop->depth0 = outer->loop_data().depth0 + 1;
+  inner.set("loop", Value::loop(loop));
+  const size_t n = loop->items.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (++iterations_ > opt_.limits.max_loop_iterations) {
+      loc_ = s.loc;
+      fail(Kind::Limit, "more than " + std::to_string(opt_.limits.max_loop_iterations) +
+                            " loop iterations (Limits::max_loop_iterations)");
+    }
+    charge(1);
+    loop->index0 = i;
+    bind(loop->items[i]);
+    const Flow f = exec(s.bodies[0], inner);
+    if (f == Flow::Break) break;
+  }
+  flow = Flow::Normal;
+}
+
+Value Interpreter::call_macro(const Stmt& def, CallArgs& args, const Value* caller) {
+  if (call_depth_ >= opt_.limits.max_call_depth)
+    fail(Kind::Limit, "macro calls nested deeper than " +
+                          std::to_string(opt_.limits.max_call_depth) + " (Limits::max_call_depth)");
+  struct DepthGuard {
+    int& d;
+    explicit DepthGuard(int& depth) : d(depth) { ++d; }
+    ~DepthGuard() { --d; }
+  } guard(call_depth_);
+  Scope scope;
+  scope.parent = &root_;
+  const auto& params = def.params;
+  std::vector<Value> varargs;
+  for (size_t i = 0; i < args.positional.size(); ++i) {
+    if (i < params.size()) {
+      scope.set(params[i].name, args.positional[i]);
+    } else {
+      varargs.push_back(args.positional[i]);
+    }
+  }
+  Value kwargs = Value::dict();
+  for (auto& [k, v] : args.keyword) {
+    bool is_param = false;
+    for (const auto& p : params) is_param = is_param || p.name == k;
+    if (is_param) {
+      scope.set(k, v);
+    } else if (k == "caller") {
+      scope.set("caller", v);
+    } else {
+      kwargs.dict_data().set(k, v);
+    }
+  }
+  if (caller) scope.set("caller", *caller);
+  for (size_t i = 0; i < params.size(); ++i) {
+    bool bound = false;
+    for (const auto& kv : scope.vars) bound = bound || kv.first == params[i].name;
+    if (bound) continue;
+    if (params[i].default_value) {
+      scope.set(params[i].name, eval(*params[i].default_value, scope));
+    } else {
+      scope.set(params[i].name, Value::undefined(params[i].name));
+    }
+  }
+  scope.set("varargs", Value::tuple(std::move(varargs)));
+  scope.set("kwargs", std::move(kwargs));
+  return capture(def.bodies[0], scope);
+}
+
+Value Interpreter::call(const Value& fn, CallArgs& args) {
+  if (fn.is_undefined()) {
+    const std::string n = fn.undefined_name();
+    fail(Kind::Undefined, n.empty() ? "call of an undefined value" : "'" + n + "' is undefined");
+  }
+  if (!fn.is_callable()) fail(Kind::Type, "'" + fn.type_name() + "' object is not callable");
+  Callable& c = fn.callable_data();
+  const Location saved = loc_;
+  Value r = c.fn(*this, args);
+  loc_ = saved;
+  return r;
+}
+
+void Interpreter::eval_args(const Expr& e, size_t first, Scope& scope, CallArgs& out) {
+  out.positional.reserve(e.args.size() - first);
+  for (size_t i = first; i < e.args.size(); ++i) out.positional.push_back(eval(*e.args[i], scope));
+  for (const auto& [k, v] : e.kwargs) out.keyword.emplace_back(k, eval(*v, scope));
+}
+
+Value Interpreter::eval_name(const Expr& e, Scope& scope) {
+  if (Value* v = scope.find(e.name)) return *v;
+  if (const Value* g = find_global(e.name)) return *g;
+  return Value::undefined(e.name);
+}
+
+Value Interpreter::get_attr(const Value& obj, const std::string& name, Location loc) {
+  loc_ = loc;
+  switch (obj.type()) {
+    case Value::Type::Undefined: {
+      const std::string n = obj.undefined_name();
+      fail(Kind::Undefined,
+           n.empty() ? "'" + name + "' of an undefined value" : "'" + n + "' is undefined");
+    }
+    case Value::Type::Dict: {
+      if (!obj.dict_data().is_namespace && has_method(obj, name)) return bound_method(obj, name);
+      if (const Value* v = obj.dict_data().find(name)) return *v;
+      return Value::undefined("'dict object' has no attribute '" + name + "'");
+    }
+    case Value::Type::Loop: {
+      if (name == "cycle") return bound_method(obj, name);
+      return obj.loop_data().get(name);
+    }
+    case Value::Type::String:
+    case Value::Type::List:
+      if (has_method(obj, name)) return bound_method(obj, name);
+      return Value::undefined("'" + obj.type_name() + " object' has no attribute '" + name + "'");
+    default:
+      return Value::undefined("'" + obj.type_name() + " object' has no attribute '" + name + "'");
+  }
+}
+
+namespace {
+
+// Python index normalisation; false when out of range.
+bool normalise_index(int64_t& i, size_t n) {
+  if (i < 0) i += static_cast<int64_t>(n);
+  return i >= 0 && static_cast<size_t>(i) < n;
+}
+
+}  // namespace
+
+Value Interpreter::get_item(const Value& obj, const Value& key, Location loc) {
+  loc_ = loc;
+  switch (obj.type()) {
+    case Value::Type::Undefined: {
+      const std::string n = obj.undefined_name();
+      fail(Kind::Undefined, n.empty() ? "item of an undefined value" : "'" + n + "' is undefined");
+    }
+    case Value::Type::Dict:
+      if (key.is_string()) {
+        if (const Value* v = obj.dict_data().find(key.str())) return *v;
+        if (!obj.dict_data().is_namespace && has_method(obj, key.str()))
+          return bound_method(obj, key.str());
+      } else if (key.is_number() && !key.is_float()) {
+        // Dict keys are strings here (JSON); integer keys match their decimal spelling.
+        if (const Value* v = obj.dict_data().find(std::to_string(key.as_int()))) return *v;
+      }
+      return Value::undefined("'dict object' has no attribute '" + key.to_str() + "'");
+    case Value::Type::List: {
+      const ListData& l = obj.list_data();
+      if (key.is_number() && !key.is_float() && !l.is_generator) {
+        int64_t i = key.as_int();
+        if (normalise_index(i, l.items.size())) return l.items[static_cast<size_t>(i)];
+        return Value::undefined(obj.type_name() + " object has no element " + key.to_str());
+      }
+      if (key.is_string() && has_method(obj, key.str())) return bound_method(obj, key.str());
+      return Value::undefined(obj.type_name() + " object has no element " + key.to_str());
+    }
+    case Value::Type::String: {
+      if (key.is_number() && !key.is_float()) {
+        const std::string& s = obj.str();
+        int64_t i = key.as_int();
+        auto off = utf8_offsets(s);
+        if (normalise_index(i, off.size() - 1)) {
+          const size_t u = static_cast<size_t>(i);
+          return Value::string(s.substr(off[u], off[u + 1] - off[u]),
+                               obj.str_ref().fully_trusted());
+        }
+        return Value::undefined("string index out of range");
+      }
+      if (key.is_string() && has_method(obj, key.str())) return bound_method(obj, key.str());
+      return Value::undefined("str object has no element " + key.to_str());
+    }
+    case Value::Type::Loop:
+      if (key.is_string()) return get_attr(obj, key.str(), loc);
+      return Value::undefined();
+    default:
+      return Value::undefined("'" + obj.type_name() + " object' has no element " + key.to_str());
+  }
+}
+
+Value Interpreter::slice(const Value& obj, const Value& start, const Value& stop, const Value& step,
+                         Location loc) {
+  loc_ = loc;
+  if (obj.is_undefined()) {
+    const std::string n = obj.undefined_name();
+    fail(Kind::Undefined, n.empty() ? "slice of an undefined value" : "'" + n + "' is undefined");
+  }
+  auto as_index = [&](const Value& v, const char* what) -> std::optional<int64_t> {
+    if (v.is_undefined() || v.is_none()) return std::nullopt;
+    if (!v.is_number() || v.is_float())
+      fail(Kind::Type, std::string("slice ") + what + " must be an integer or None");
+    return v.as_int();
+  };
+  const auto a = as_index(start, "start");
+  const auto b = as_index(stop, "stop");
+  const auto c = as_index(step, "step");
+  const int64_t st = c.value_or(1);
+  if (st == 0) fail(Kind::Runtime, "slice step cannot be zero");
+  size_t n = 0;
+  std::vector<uint32_t> off;
+  if (obj.is_string()) {
+    off = utf8_offsets(obj.str());
+    n = off.size() - 1;
+  } else if (obj.is_list() && !obj.list_data().is_generator) {
+    n = obj.list_data().items.size();
+  } else {
+    return Value::undefined();
+  }
+  const auto len = static_cast<int64_t>(n);
+  auto clamp = [&](std::optional<int64_t> v, int64_t dflt) {
+    if (!v) return dflt;
+    int64_t x = *v;
+    if (x < 0) x += len;
+    if (st > 0) return std::clamp<int64_t>(x, 0, len);
+    return std::clamp<int64_t>(x, -1, len - 1);
+  };
+  const int64_t lo = clamp(a, st > 0 ? 0 : len - 1);
+  const int64_t hi = clamp(b, st > 0 ? len : -1);
+  std::vector<size_t> picks;
+  for (int64_t i = lo; st > 0 ? i < hi : i > hi; i += st) picks.push_back(static_cast<size_t>(i));
+  charge(picks.size());
+  if (obj.is_string()) {
+    const std::string& s = obj.str();
+    std::string out;
+    if (st == 1 && !picks.empty()) {
+      out = s.substr(off[picks.front()], off[picks.back() + 1] - off[picks.front()]);
+    } else {
+      for (size_t i : picks) out.append(s, off[i], off[i + 1] - off[i]);
+    }
+    return Value::string(std::move(out), obj.str_ref().fully_trusted());
+  }
+  std::vector<Value> items;
+  items.reserve(picks.size());
+  for (size_t i : picks) items.push_back(obj.list_data().items[i]);
+  return obj.list_data().is_tuple ? Value::tuple(std::move(items)) : Value::list(std::move(items));
+}
+
+namespace {
+
+bool checked_add(int64_t a, int64_t b, int64_t& r) {
+  return !__builtin_add_overflow(a, b, &r);
+}
+bool checked_sub(int64_t a, int64_t b, int64_t& r) {
+  return !__builtin_sub_overflow(a, b, &r);
+}
+bool checked_mul(int64_t a, int64_t b, int64_t& r) {
+  return !__builtin_mul_overflow(a, b, &r);
+}
+
+int64_t floor_div(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+}  // namespace
+
+Value Interpreter::binary(const std::string& op, const Value& a, const Value& b, Location loc) {
+  loc_ = loc;
+  if (a.is_undefined() || b.is_undefined()) {
+    const std::string n = (a.is_undefined() ? a : b).undefined_name();
+    fail(Kind::Undefined,
+         n.empty() ? "operand of '" + op + "' is undefined" : "'" + n + "' is undefined");
+  }
+  auto type_error = [&]() {
+    fail(Kind::Type, "unsupported operand type(s) for " + op + ": '" + a.type_name() + "' and '" +
+                         b.type_name() + "'");
+  };
+  const bool nums = a.is_number() && b.is_number();
+  const bool floats = nums && (a.is_float() || b.is_float());
+  if (op == "+") {
+    if (nums) {
+      int64_t r;
+      if (!floats && checked_add(a.as_int(), b.as_int(), r)) return Value::integer(r);
+      return Value::number(a.as_float() + b.as_float());
+    }
+    if (a.is_string() && b.is_string()) {
+      const StrData& x = a.str_ref();
+      const StrData& y = b.str_ref();
+      check_size(x.s.size() + y.s.size());
+      auto d = std::make_shared<StrData>();
+      d->s.reserve(x.s.size() + y.s.size());
+      d->s = x.s;
+      d->s += y.s;
+      d->trusted = x.trusted;
+      append_ranges(d->trusted, x.s.size(), y.trusted);
+      return Value::string(std::move(d));
+    }
+    if (a.is_list() && b.is_list() && !a.list_data().is_generator && !b.list_data().is_generator &&
+        a.list_data().is_tuple == b.list_data().is_tuple) {
+      std::vector<Value> items = a.list_data().items;
+      charge(items.size() + b.list_data().items.size());
+      items.insert(items.end(), b.list_data().items.begin(), b.list_data().items.end());
+      return a.list_data().is_tuple ? Value::tuple(std::move(items))
+                                    : Value::list(std::move(items));
+    }
+    if (a.is_string())
+      fail(Kind::Type, "can only concatenate str (not \"" + b.type_name() + "\") to str");
+    if (a.is_list())
+      fail(Kind::Type, "can only concatenate list (not \"" + b.type_name() + "\") to list");
+    type_error();
+  }
+  if (op == "-") {
+    if (!nums) type_error();
+    int64_t r;
+    if (!floats && checked_sub(a.as_int(), b.as_int(), r)) return Value::integer(r);
+    return Value::number(a.as_float() - b.as_float());
+  }
+  if (op == "*") {
+    if (nums) {
+      int64_t r;
+      if (!floats && checked_mul(a.as_int(), b.as_int(), r)) return Value::integer(r);
+      return Value::number(a.as_float() * b.as_float());
+    }
+    const Value* seq = a.is_number() ? &b : &a;
+    const Value* cnt = a.is_number() ? &a : &b;
+    if (!cnt->is_number() || cnt->is_float()) type_error();
+    const int64_t n = std::max<int64_t>(cnt->as_int(), 0);
+    if (seq->is_string()) {
+      const StrData& x = seq->str_ref();
+      if (n > 0 && x.s.size() > 0 &&
+          static_cast<uint64_t>(n) > opt_.limits.max_output_bytes / x.s.size())
+        check_size(opt_.limits.max_output_bytes + 1);
+      const size_t total = x.s.size() * static_cast<size_t>(n);
+      check_size(total);
+      std::string out;
+      out.reserve(total);
+      for (int64_t i = 0; i < n; ++i) out += x.s;
+      return Value::string(std::move(out), x.fully_trusted());
+    }
+    if (seq->is_list() && !seq->list_data().is_generator) {
+      const auto& items = seq->list_data().items;
+      if (!items.empty() && static_cast<uint64_t>(n) > opt_.limits.max_work / items.size())
+        charge(opt_.limits.max_work + 1);
+      charge(items.size() * static_cast<uint64_t>(n));
+      std::vector<Value> out;
+      for (int64_t i = 0; i < n; ++i) out.insert(out.end(), items.begin(), items.end());
+      return seq->list_data().is_tuple ? Value::tuple(std::move(out)) : Value::list(std::move(out));
+    }
+    type_error();
+  }
+  if (op == "/") {
+    if (!nums) type_error();
+    if (b.as_float() == 0) fail(Kind::Runtime, "division by zero");
+    return Value::number(a.as_float() / b.as_float());
+  }
+  if (op == "//") {
+    if (!nums) type_error();
+    if (b.as_float() == 0) fail(Kind::Runtime, "integer division or modulo by zero");
+    if (floats) return Value::number(std::floor(a.as_float() / b.as_float()));
+    if (a.as_int() == std::numeric_limits<int64_t>::min() && b.as_int() == -1)
+      return Value::number(-static_cast<double>(a.as_int()));
+    return Value::integer(floor_div(a.as_int(), b.as_int()));
+  }
+  if (op == "%") {
+    if (a.is_string()) return python_percent_format(*this, a, b);
+    if (!nums) type_error();
+    if (b.as_float() == 0) fail(Kind::Runtime, "integer division or modulo by zero");
+    if (floats) {
+      const double x = a.as_float(), y = b.as_float();
+      double m = std::fmod(x, y);
+      if (m != 0 && ((m < 0) != (y < 0))) m += y;
+      return Value::number(m);
+    }
+    if (b.as_int() == -1) return Value::integer(0);
+    const int64_t x = a.as_int(), y = b.as_int();
+    int64_t m = x % y;
+    if (m != 0 && ((m < 0) != (y < 0))) m += y;
+    return Value::integer(m);
+  }
+  if (op == "**") {
+    if (!nums) type_error();
+    if (!floats && b.as_int() >= 0) {
+      int64_t base = a.as_int(), e = b.as_int(), r = 1;
+      bool ok = true;
+      while (e > 0 && ok) {
+        if (e & 1) ok = checked_mul(r, base, r);
+        e >>= 1;
+        if (e > 0 && ok) ok = checked_mul(base, base, base);
+      }
+      if (ok) return Value::integer(r);
+    }
+    return Value::number(std::pow(a.as_float(), b.as_float()));
+  }
+  fail(Kind::Runtime, "unknown operator " + op);
+}
+
+bool Interpreter::compare(const std::string& op, const Value& a, const Value& b, Location loc) {
+  loc_ = loc;
+  if (op == "==") return py_equal(a, b);
+  if (op == "!=") return !py_equal(a, b);
+  if (op == "in" || op == "notin") {
+    bool found = false;
+    switch (b.type()) {
+      case Value::Type::Undefined:
+        found = false;
+        break;
+      case Value::Type::String:
+        if (!a.is_string())
+          fail(Kind::Type, "'in <string>' requires string as left operand, not " + a.type_name());
+        found = b.str().find(a.str()) != std::string::npos;
+        break;
+      case Value::Type::List:
+        for (const auto& x : b.list_data().items) {
+          if (py_equal(a, x)) {
+            found = true;
+            break;
+          }
+        }
+        break;
+      case Value::Type::Dict:
+        found = a.is_string() && b.dict_data().find(a.str()) != nullptr;
+        break;
+      default:
+        fail(Kind::Type, "argument of type '" + b.type_name() + "' is not iterable");
+    }
+    return op == "in" ? found : !found;
+  }
+  // Ordering.
+  if (a.is_undefined() || b.is_undefined())
+    fail(Kind::Undefined, "comparison with an undefined value");
+  int c = 0;
+  if (a.is_number() && b.is_number()) {
+    if (a.is_float() || b.is_float()) {
+      const double x = a.as_float(), y = b.as_float();
+      c = x < y ? -1 : x > y ? 1 : 0;
+      if (std::isnan(x) || std::isnan(y)) return false;
+    } else {
+      c = a.as_int() < b.as_int() ? -1 : a.as_int() > b.as_int() ? 1 : 0;
+    }
+  } else if (a.is_string() && b.is_string()) {
+    c = a.str().compare(b.str());
+  } else if (a.is_list() && b.is_list()) {
+    const auto& x = a.list_data().items;
+    const auto& y = b.list_data().items;
+    size_t i = 0;
+    for (; i < x.size() && i < y.size(); ++i) {
+      if (py_equal(x[i], y[i])) continue;
+      return compare(op, x[i], y[i], loc);
+    }
+    c = x.size() < y.size() ? -1 : x.size() > y.size() ? 1 : 0;
+  } else {
+    fail(Kind::Type, "'" + op + "' not supported between instances of '" + a.type_name() +
+                         "' and '" + b.type_name() + "'");
+  }
+  if (op == "<") return c < 0;
+  if (op == "<=") return c <= 0;
+  if (op == ">") return c > 0;
+  return c >= 0;
+}
+
+Value Interpreter::eval_call(const Expr& e, Scope& scope) {
+  const Expr& callee = *e.args[0];
+  // obj.method(...) calls the method directly (no bound-method object).
+  if (callee.kind == Expr::Kind::GetAttr) {
+    Value obj = eval(*callee.args[0], scope);
+    if ((obj.is_string() || obj.is_list() || (obj.is_dict() && !obj.dict_data().is_namespace) ||
+         obj.is_loop()) &&
+        (obj.is_loop() ? callee.name == "cycle" : has_method(obj, callee.name))) {
+      CallArgs args;
+      eval_args(e, 1, scope, args);
+      loc_ = e.loc;
+      return call_method(*this, obj, callee.name, args);
+    }
+    Value fn = get_attr(obj, callee.name, callee.loc);
+    CallArgs args;
+    eval_args(e, 1, scope, args);
+    loc_ = e.loc;
+    return call(fn, args);
+  }
+  Value fn = eval(callee, scope);
+  CallArgs args;
+  eval_args(e, 1, scope, args);
+  loc_ = e.loc;
+  return call(fn, args);
+}
+
+Value Interpreter::eval(const Expr& e, Scope& scope) {
+  struct DepthGuard {
+    int& d;
+    explicit DepthGuard(int& depth) : d(depth) { ++d; }
+    ~DepthGuard() { --d; }
+  } guard(eval_depth_);
+  if (eval_depth_ > 2000) {
+    loc_ = e.loc;
+    fail(Kind::Limit, "expression evaluation nested too deeply");
+  }
+  switch (e.kind) {
+    case Expr::Kind::Const:
+      return e.value;
+    case Expr::Kind::Name:
+      return eval_name(e, scope);
+    case Expr::Kind::GetAttr:
+      return get_attr(eval(*e.args[0], scope), e.name, e.loc);
+    case Expr::Kind::GetItem: {
+      Value obj = eval(*e.args[0], scope);
+      Value key = eval(*e.args[1], scope);
+      return get_item(obj, key, e.loc);
+    }
+    case Expr::Kind::Slice: {
+      Value obj = eval(*e.args[0], scope);
+      Value parts[3];
+      for (int i = 0; i < 3; ++i)
+        if (e.args[static_cast<size_t>(i) + 1])
+          parts[i] = eval(*e.args[static_cast<size_t>(i) + 1], scope);
+      return slice(obj, parts[0], parts[1], parts[2], e.loc);
+    }
+    case Expr::Kind::Call:
+      return eval_call(e, scope);
+    case Expr::Kind::Filter: {
+      Value v = eval(*e.args[0], scope);
+      CallArgs args;
+      eval_args(e, 1, scope, args);
+      loc_ = e.loc;
+      return apply_filter(*this, e.name, v, args);
+    }
+    case Expr::Kind::Test: {
+      Value v = eval(*e.args[0], scope);
+      CallArgs args;
+      eval_args(e, 1, scope, args);
+      loc_ = e.loc;
+      const bool r = apply_test(*this, e.name, v, args);
+      return Value::boolean(e.negated ? !r : r);
+    }
+    case Expr::Kind::Neg:
+    case Expr::Kind::Pos: {
+      Value v = eval(*e.args[0], scope);
+      loc_ = e.loc;
+      if (v.is_undefined()) fail(Kind::Undefined, "operand of unary minus is undefined");
+      if (!v.is_number()) fail(Kind::Type, "bad operand type for unary -: '" + v.type_name() + "'");
+      if (e.kind == Expr::Kind::Pos) return v.is_bool() ? Value::integer(v.as_int()) : v;
+      if (v.is_float()) return Value::number(-v.as_float());
+      if (v.as_int() == std::numeric_limits<int64_t>::min())
+        return Value::number(-static_cast<double>(v.as_int()));
+      return Value::integer(-v.as_int());
+    }
+    case Expr::Kind::Not:
+      return Value::boolean(!eval(*e.args[0], scope).truthy());
+    case Expr::Kind::And: {
+      Value a = eval(*e.args[0], scope);
+      if (!a.truthy()) return a;
+      return eval(*e.args[1], scope);
+    }
+    case Expr::Kind::Or: {
+      Value a = eval(*e.args[0], scope);
+      if (a.truthy()) return a;
+      return eval(*e.args[1], scope);
+    }
+    case Expr::Kind::Binary: {
+      Value a = eval(*e.args[0], scope);
+      Value b = eval(*e.args[1], scope);
+      return binary(e.op, a, b, e.loc);
+    }
+    case Expr::Kind::Concat: {
+      auto d = std::make_shared<StrData>();
+      for (const auto& part : e.args) {
+        Value v = eval(*part, scope);
+        if (v.is_string()) {
+          const StrData& x = v.str_ref();
+          check_size(d->s.size() + x.s.size());
+          append_ranges(d->trusted, d->s.size(), x.trusted);
+          d->s += x.s;
+        } else {
+          std::string s = v.to_str();
+          check_size(d->s.size() + s.size());
+          d->s += s;
+        }
+      }
+      return Value::string(std::move(d));
+    }
+    case Expr::Kind::Compare: {
+      Value left = eval(*e.args[0], scope);
+      for (size_t i = 0; i < e.ops.size(); ++i) {
+        Value right = eval(*e.args[i + 1], scope);
+        if (!compare(e.ops[i], left, right, e.loc)) return Value::boolean(false);
+        left = std::move(right);
+      }
+      return Value::boolean(true);
+    }
+    case Expr::Kind::CondExpr: {
+      if (eval(*e.args[1], scope).truthy()) return eval(*e.args[0], scope);
+      if (e.args[2]) return eval(*e.args[2], scope);
+      return Value::undefined();
+    }
+    case Expr::Kind::List:
+    case Expr::Kind::Tuple: {
+      std::vector<Value> items;
+      items.reserve(e.args.size());
+      for (const auto& a : e.args) items.push_back(eval(*a, scope));
+      charge(items.size());
+      return e.kind == Expr::Kind::List ? Value::list(std::move(items))
+                                        : Value::tuple(std::move(items));
+    }
+    case Expr::Kind::Dict: {
+      Value d = Value::dict();
+      for (size_t i = 0; i + 1 < e.args.size(); i += 2) {
+        Value k = eval(*e.args[i], scope);
+        Value v = eval(*e.args[i + 1], scope);
+        d.dict_data().set(k.to_str(), std::move(v));
+      }
+      charge(e.args.size());
+      return d;
+    }
+  }
+  return Value::undefined();
+}
+
+}  // namespace hearth::chat
