@@ -322,8 +322,6 @@ void Interpreter::exec_for(const Stmt& s, Scope& scope, Flow& flow) {
   }
   auto loop = std::make_shared<LoopData>();
   loop->items = std::move(items);
-  if (Value* outer = scope.find("loop"); outer && outer->is_loop())
-    loop->depth0 = outer->loop_data().depth0 + 1;
   inner.set("loop", Value::loop(loop));
   const size_t n = loop->items.size();
   for (size_t i = 0; i < n; ++i) {

@@ -274,6 +274,8 @@ class Parser {
       expect_block_end();
     } else {
       pos_--;  // point at the keyword
+      if (kw.rfind("end", 0) == 0 || kw == "elif" || kw == "else")
+        error("unexpected {% " + kw + " %} (no open block it could close)");
       error("unknown or unsupported statement '" + kw + "'");
     }
     return s;
