@@ -198,30 +198,65 @@ void apply_typical(Candidates& c, float p, size_t min_keep) {
   c.set_sorted(false);
 }
 
-void apply_top_n_sigma(Candidates& c, float n, size_t min_keep) {
-  if (n <= 0.0f || c.size() <= 1) return;
-  auto& it = c.items();
-  float mx = -INFINITY;
+namespace {
+
+// max, mean and population standard deviation over the finite values of `logit(i)`, i < n.
+template <typename Logit>
+bool finite_stats(size_t n, Logit logit, float& mx, double& sd) {
+  mx = -INFINITY;
   double sum = 0.0;
   size_t count = 0;
-  for (const auto& x : it)
-    if (std::isfinite(x.logit)) {
-      mx = std::max(mx, x.logit);
-      sum += x.logit;
+  for (size_t i = 0; i < n; ++i) {
+    const float x = logit(i);
+    if (x > -INFINITY && x < INFINITY) {  // finite (NaN fails both)
+      mx = std::max(mx, x);
+      sum += x;
       ++count;
     }
-  if (count == 0) return;
+  }
+  if (count == 0) return false;
   const double mean = sum / static_cast<double>(count);
   double var = 0.0;
-  for (const auto& x : it)
-    if (std::isfinite(x.logit)) var += (x.logit - mean) * (x.logit - mean);
-  const double sd = std::sqrt(var / static_cast<double>(count));
+  for (size_t i = 0; i < n; ++i) {
+    const float x = logit(i);
+    if (x > -INFINITY && x < INFINITY) var += (x - mean) * (x - mean);
+  }
+  sd = std::sqrt(var / static_cast<double>(count));
+  return true;
+}
+
+}  // namespace
+
+void apply_top_n_sigma(Candidates& c, float n, size_t min_keep) {
+  if (n <= 0.0f || c.size() <= 1) return;
+  const size_t need = keep_at_least(min_keep);
+  float mx = -INFINITY;
+  double sd = 0.0;
+  auto in = [](float x, double thr) { return x < INFINITY && x >= thr; };  // NaN fails too
+  if (c.dense()) {  // straight over the view: no copy of the vocabulary
+    const std::span<const float> v = c.dense_logits();
+    if (!finite_stats(
+            v.size(), [&](size_t i) { return v[i]; }, mx, sd))
+      return;
+    const double thr = static_cast<double>(mx) - static_cast<double>(n) * sd;
+    size_t kept = 0;
+    for (float x : v) kept += in(x, thr);
+    if (kept < need) return truncate_best(c, need);
+    auto& it = c.start_sparse();
+    it.reserve(kept);
+    for (size_t i = 0; i < v.size(); ++i)
+      if (in(v[i], thr)) it.push_back({static_cast<int32_t>(i), v[i]});
+    return;
+  }
+  auto& it = c.items();
+  if (!finite_stats(
+          it.size(), [&](size_t i) { return it[i].logit; }, mx, sd))
+    return;
   const double thr = static_cast<double>(mx) - static_cast<double>(n) * sd;
   size_t kept = 0;
-  for (const auto& x : it) kept += std::isfinite(x.logit) && x.logit >= thr;
-  const size_t need = keep_at_least(min_keep);
+  for (const auto& x : it) kept += in(x.logit, thr);
   if (kept < need) return truncate_best(c, need);
-  filter(it, [&](size_t i) { return std::isfinite(it[i].logit) && it[i].logit >= thr; });
+  filter(it, [&](size_t i) { return in(it[i].logit, thr); });
 }
 
 void apply_xtc(Candidates& c, float probability, float threshold, size_t min_keep,
