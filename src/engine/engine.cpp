@@ -1,6 +1,9 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <cstring>
+
+#include "engine/stop_matcher.h"
 
 #include "model/forward.h"
 #include "sampling/basic_sampler.h"
@@ -32,8 +35,15 @@ struct Engine::Sequence {
   std::vector<int32_t> tokens;  // prompt + generated
   int64_t n_computed = 0;       // tokens whose K/V are in `blocks`
   std::vector<int32_t> blocks;
+  // The text each token stands for (text prompts; generated pieces), for text anchoring.
+  bool has_text = false;
+  std::string text;
+  std::vector<uint32_t> text_ends;
+  size_t n_lead = 0;  // tokens added before the prompt text (BOS)
+  bool admitted_once = false;
   BasicSampler sampler;
   StreamingDetokenizer detok;
+  StopMatcher stops;
   RequestStats stats;
   Clock::time_point submitted, first_token;
   bool scheduled_once = false;
@@ -41,7 +51,10 @@ struct Engine::Sequence {
   int64_t admitted = 0;  // admission order (preemption picks the newest)
 
   Sequence(GenerationRequest r, const Tokenizer& t)
-      : req(std::move(r)), sampler(req.temperature, req.seed), detok(t.streaming_detokenizer()) {}
+      : req(std::move(r)),
+        sampler(req.temperature, req.seed),
+        detok(t.streaming_detokenizer()),
+        stops(req.stop) {}
   void emit(const EngineEvent& e) const {
     if (req.on_event) req.on_event(e);
   }
@@ -58,6 +71,38 @@ size_t default_kv_bytes(const EngineOptions& o, const ops::KvLayout& l, int64_t 
                       static_cast<size_t>(std::max(1, o.max_running));
   if (auto avail = available_memory_bytes()) return std::max<size_t>(1, std::min(want, *avail / 2));
   return want;
+}
+
+// Lead tokens the vocabulary adds before a text prompt (BOS), with add_special.
+std::vector<int32_t> lead_tokens(const Tokenizer& tok, const TextPrompt& p) {
+  if (p.add_special && tok.vocab().add_bos() && tok.bos() >= 0) return {tok.bos()};
+  return {};
+}
+
+std::vector<int32_t> encode_text(const Tokenizer& tok, std::string_view text, const TextPrompt& p,
+                                 size_t offset) {
+  if (!p.parse_special) return tok.encode(text, false, false);
+  if (p.special_ranges.empty()) return tok.encode(text, false, true);
+  ByteRanges shifted;
+  for (auto [b, e] : p.special_ranges) {
+    if (e <= offset) continue;
+    shifted.emplace_back(b > offset ? b - offset : 0, e - offset);
+  }
+  return tok.encode_with_control_ranges(text, false, shifted);
+}
+
+// Per-token text of `tokens[from..]` as the concatenation of their pieces, when that
+// reproduces `text` exactly (byte-level BPE does; SPM's added space prefix does not).
+bool piece_ends(const Tokenizer& tok, std::span<const int32_t> tokens, std::string_view text,
+                uint32_t base, std::vector<uint32_t>& ends) {
+  size_t at = 0;
+  for (int32_t id : tokens) {
+    const std::string piece = tok.token_to_piece(id, true);
+    if (text.substr(at, piece.size()) != piece) return false;
+    at += piece.size();
+    ends.push_back(base + static_cast<uint32_t>(at));
+  }
+  return at == text.size();
 }
 
 }  // namespace
@@ -79,16 +124,41 @@ Engine::Engine(const Model& model, const Tokenizer& tokenizer, EngineOptions opt
   if (opt_.max_running <= 0 || opt_.max_queued < 0 || opt_.step_tokens <= 0 ||
       opt_.max_seq_tokens <= 0)
     fail("engine: limits must be positive");
+  if (opt_.prefix_cache && model.supports_prefix_reuse()) {
+    if (!opt_.cache_dir.empty()) {
+      const ops::KvLayout& l = kv_.arena().layout;
+      const std::string identity =
+          fmt::format("{}-{}-b{}-l{}", file_content_hash(model.file().bytes()), type_name(l.type),
+                      l.block_tokens, model.hparams().n_layer);
+      disk_ = std::make_unique<DiskTier>(opt_.cache_dir, identity, kv_.arena().block_stride(),
+                                         opt_.cache_disk_max);
+    }
+    cache_ = std::make_unique<PrefixCache>(kv_, disk_.get());
+  }
+  publish_metrics();
 }
 
 Engine::~Engine() {
   stop();
+  // Sequences still here hold blocks: give them back before the cache flushes and goes.
+  for (auto& s : running_) release_to_cache(*s);
+  cache_.reset();
+  disk_.reset();
 }
 
 SubmitResult Engine::submit(GenerationRequest request) {
-  if (request.prompt.empty() && !request.prompt_text.text.empty())
-    request.prompt = tok_.encode(request.prompt_text.text, request.prompt_text.add_special,
-                                 request.prompt_text.parse_special);
+  bool has_text = false;
+  std::vector<uint32_t> ends;
+  size_t n_lead = 0;
+  if (request.prompt.empty() && !request.prompt_text.text.empty()) {
+    const TextPrompt& tp = request.prompt_text;
+    request.prompt = lead_tokens(tok_, tp);
+    n_lead = request.prompt.size();
+    const std::vector<int32_t> body = encode_text(tok_, tp.text, tp, 0);
+    request.prompt.insert(request.prompt.end(), body.begin(), body.end());
+    ends.assign(n_lead, 0);
+    has_text = piece_ends(tok_, body, tp.text, 0, ends);
+  }
   if (request.prompt.empty()) return {-1, "the prompt has no tokens"};
   if (request.max_tokens < 0) return {-1, "max_tokens must be >= 0"};
   for (int32_t id : request.prompt)
@@ -106,6 +176,12 @@ SubmitResult Engine::submit(GenerationRequest request) {
                             kv_.n_blocks())};
   auto s = std::make_unique<Sequence>(std::move(request), tok_);
   s->tokens = s->req.prompt;
+  s->has_text = has_text;
+  s->n_lead = n_lead;
+  if (has_text) {
+    s->text = s->req.prompt_text.text;
+    s->text_ends = std::move(ends);
+  }
   s->stats.prompt_tokens = static_cast<int64_t>(s->tokens.size());
   s->submitted = Clock::now();
   std::lock_guard lock(mu_);
@@ -149,11 +225,20 @@ void Engine::take_inbox() {
 }
 
 void Engine::finish(Sequence& s, FinishReason reason, const std::string& error) {
-  for (int32_t b : s.blocks) kv_.release(b);
-  s.blocks.clear();
+  if (reason == FinishReason::Error) {  // the blocks' contents are not trusted
+    for (int32_t b : s.blocks) kv_.release(b);
+    s.blocks.clear();
+  } else {
+    release_to_cache(s);
+  }
+  totals_.prompt_tokens += s.stats.prompt_tokens;
+  totals_.cached_tokens += s.stats.cached_tokens;
+  totals_.prefilled_tokens += s.stats.prefilled_tokens;
+  totals_.generated_tokens += s.stats.generated_tokens;
+  totals_.preemptions += s.stats.preemptions;
   EngineEvent e;
   e.kind = EngineEvent::Kind::Token;
-  const std::string tail = s.detok.flush();
+  const std::string tail = s.stops.push(s.detok.flush()) + s.stops.flush();
   if (!tail.empty() && reason != FinishReason::Cancelled) {
     e.request_id = s.id;
     e.text = tail;
@@ -174,20 +259,96 @@ void Engine::finish(Sequence& s, FinishReason reason, const std::string& error) 
 }
 
 void Engine::preempt(Sequence& s) {
-  for (int32_t b : s.blocks) kv_.release(b);
-  s.blocks.clear();
-  s.n_computed = 0;  // recompute prompt + generated tokens when readmitted
+  release_to_cache(s);  // readmission finds what is still cached, recomputes the rest
+  s.n_computed = 0;
   ++s.stats.preemptions;
+}
+
+// Hands the sequence's blocks to the prefix cache (which keeps the computed tokens and frees
+// what it does not need), or back to the pool without a cache.
+void Engine::release_to_cache(Sequence& s) {
+  if (cache_ && s.n_computed > 0) {
+    const auto n = static_cast<size_t>(s.n_computed);
+    TokenText text;
+    if (s.has_text && s.text_ends.size() >= n) text = {s.text, std::span(s.text_ends).first(n)};
+    cache_->insert(std::span(s.tokens).first(n), s.blocks, text);
+  } else {
+    for (int32_t b : s.blocks) kv_.release(b);
+  }
+  s.blocks.clear();
+}
+
+std::optional<int32_t> Engine::allocate_block() {
+  std::optional<int32_t> b = kv_.allocate();
+  while (!b && cache_ && cache_->evict_one()) b = kv_.allocate();
+  return b;
 }
 
 bool Engine::ensure_blocks(Sequence& s, int64_t n_tokens) {
   const int64_t need = (n_tokens + kv_.block_tokens() - 1) / kv_.block_tokens();
   while (static_cast<int64_t>(s.blocks.size()) < need) {
-    auto b = kv_.allocate();
+    auto b = allocate_block();
     if (!b) return false;
     s.blocks.push_back(*b);
   }
   return true;
+}
+
+// The block that receives the sequence's next K/V must be its own: a block shared with the
+// cache or another sequence is copied first.
+bool Engine::make_writable(Sequence& s) {
+  const int64_t bt = kv_.block_tokens();
+  if (s.n_computed % bt == 0) return true;  // the next token starts a new block
+  int32_t& b = s.blocks[static_cast<size_t>(s.n_computed / bt)];
+  if (kv_.refcount(b) == 1) return true;
+  auto copy = allocate_block();
+  if (!copy) return false;
+  std::memcpy(kv_.arena().k(*copy, 0), kv_.arena().k(b, 0), kv_.arena().block_stride());
+  kv_.release(b);
+  b = *copy;
+  return true;
+}
+
+// On (re)admission: the longest cached prefix becomes the sequence's first blocks. A text
+// prompt is matched by text first, so a previous reply that re-tokenizes differently still
+// hits; the sequence then keeps the cached tokens and tokenizes only the text after them.
+void Engine::attach_cached_prefix(Sequence& s) {
+  if (!cache_ || s.n_computed > 0 || !s.blocks.empty()) return;
+  const auto n_prompt = static_cast<int64_t>(s.tokens.size());
+  PrefixMatch m;
+  if (s.has_text && !s.admitted_once) {
+    const std::span<const int32_t> lead = std::span(s.tokens).first(s.n_lead);
+    m = cache_->match_text(lead, s.text, opt_.max_seq_tokens - 1);
+    if (m.n_tokens() > static_cast<int64_t>(s.n_lead)) {
+      const TextPrompt& tp = s.req.prompt_text;
+      const std::string_view rest = std::string_view(s.text).substr(m.text_bytes);
+      std::vector<int32_t> tokens = m.tokens;
+      std::vector<int32_t> tail = encode_text(tok_, rest, tp, m.text_bytes);
+      tokens.insert(tokens.end(), tail.begin(), tail.end());
+      std::vector<uint32_t> ends = m.ends;  // the cached path's own text
+      const bool ok = ends.size() == m.tokens.size() &&
+                      piece_ends(tok_, tail, rest, static_cast<uint32_t>(m.text_bytes), ends);
+      if (tokens != s.tokens) {
+        s.tokens = std::move(tokens);
+        s.stats.prompt_tokens = static_cast<int64_t>(s.tokens.size());
+      }
+      s.has_text = ok;
+      s.text_ends = std::move(ends);
+      if (!ok) s.text_ends.clear();
+    }
+    if (m.n_tokens() >= static_cast<int64_t>(s.tokens.size()) ||
+        m.n_tokens() <= static_cast<int64_t>(s.n_lead)) {
+      // All of it cached (one token must still run for logits) or no text hit: by tokens.
+      for (int32_t b : m.blocks) kv_.release(b);
+      m = cache_->match(s.tokens, static_cast<int64_t>(s.tokens.size()) - 1);
+    }
+  } else {
+    m = cache_->match(s.tokens, n_prompt - 1);
+  }
+  s.blocks = std::move(m.blocks);
+  s.n_computed = m.n_tokens();
+  if (!s.admitted_once) s.stats.cached_tokens = m.n_tokens();
+  s.admitted_once = true;
 }
 
 bool Engine::step() {
@@ -213,8 +374,16 @@ bool Engine::step() {
     running_.push_back(std::move(waiting_.front()));
     waiting_.pop_front();
     running_.back()->admitted = admit_counter_++;
+    attach_cached_prefix(*running_.back());
+    if (static_cast<int64_t>(running_.back()->tokens.size()) >= opt_.max_seq_tokens) {
+      finish(*running_.back(), FinishReason::ContextFull, "the prompt does not fit the context");
+      running_.pop_back();
+    }
   }
-  if (running_.empty()) return !waiting_.empty();
+  if (running_.empty()) {
+    publish_metrics();
+    return !waiting_.empty();
+  }
 
   // Decode tokens first (one per sequence past its prefill, always scheduled), then prefill
   // chunks within the step budget: shortest remaining prompt first, so a short request is not
@@ -256,7 +425,7 @@ bool Engine::step() {
   // so the oldest conversations keep making progress) and try again from the start.
   for (size_t i = 0; i < plan.size();) {
     Sequence& s = *plan[i].first;
-    if (ensure_blocks(s, s.n_computed + plan[i].second)) {
+    if (ensure_blocks(s, s.n_computed + plan[i].second) && make_writable(s)) {
       ++i;
       continue;
     }
@@ -331,13 +500,17 @@ bool Engine::step() {
     }
     ++s.stats.generated_tokens;
     s.tokens.push_back(id);
+    if (s.has_text) {
+      s.text += tok_.token_to_piece(id, false);
+      s.text_ends.push_back(static_cast<uint32_t>(s.text.size()));
+    }
     const bool eog = s.req.stop_at_eog && tok_.is_eog(id);
     EngineEvent e;
     e.request_id = s.id;
     e.token = id;
-    if (!eog) e.text = s.detok.push(id);
+    if (!eog) e.text = s.stops.push(s.detok.push(id));
     s.emit(e);
-    if (eog) {
+    if (eog || s.stops.stopped()) {
       finish(s, FinishReason::Stop);
     } else if (s.stats.generated_tokens >= s.req.max_tokens) {
       finish(s, FinishReason::Length);
@@ -353,7 +526,29 @@ bool Engine::step() {
                                   return std::find(done.begin(), done.end(), r.get()) != done.end();
                                 }),
                  running_.end());
+  publish_metrics();
   return true;
+}
+
+void Engine::publish_metrics() {
+  EngineMetrics m = totals_;
+  m.running = static_cast<int>(running_.size());
+  m.queued = static_cast<int>(waiting_.size());
+  m.kv_blocks = kv_.n_blocks();
+  m.kv_blocks_free = kv_.n_free();
+  m.kv_bytes_per_token = kv_bytes_per_token();
+  if (cache_) {
+    m.cache = cache_->stats();
+    m.kv_blocks_cache_only = cache_->reclaimable_blocks();
+  }
+  if (disk_) m.disk = disk_->stats();
+  std::lock_guard lock(mu_);
+  metrics_ = m;
+}
+
+EngineMetrics Engine::metrics() const {
+  std::lock_guard lock(mu_);
+  return metrics_;
 }
 
 void Engine::run_until_idle() {

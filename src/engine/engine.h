@@ -12,11 +12,15 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "engine/request.h"
 #include "kv/block_pool.h"
+#include "kv/disk_tier.h"
+#include "kv/prefix_cache.h"
 #include "model/batch_forward.h"
 #include "ops/thread_pool.h"
 #include "tokenizer/tokenizer.h"
@@ -30,7 +34,22 @@ struct EngineOptions {
   int64_t max_seq_tokens = 4096;  // context per sequence (prompt + generation)
   TensorType kv_type = TensorType::F16;
   int64_t kv_block_tokens = 32;
-  size_t kv_bytes = 0;  // 0: room for max_running full contexts
+  size_t kv_bytes = 0;       // 0: room for max_running full contexts
+  bool prefix_cache = true;  // reuse KV across requests (kv/prefix_cache.h)
+  std::string cache_dir;     // disk tier for evicted blocks; empty: none
+  uint64_t cache_disk_max = 8ull << 30;
+};
+
+// A snapshot for metrics and introspection.
+struct EngineMetrics {
+  int running = 0, queued = 0;
+  int32_t kv_blocks = 0, kv_blocks_free = 0;
+  int64_t kv_blocks_cache_only = 0;  // held by the prefix cache alone (reclaimable)
+  size_t kv_bytes_per_token = 0;
+  PrefixCacheStats cache;
+  DiskTierStats disk;
+  int64_t prompt_tokens = 0, cached_tokens = 0, prefilled_tokens = 0, generated_tokens = 0;
+  int64_t preemptions = 0;
 };
 
 struct SubmitResult {
@@ -57,6 +76,10 @@ class Engine {
   void stop();
 
   const BlockPool& kv_pool() const { return kv_; }
+  // Thread-safe snapshot (updated at every step boundary).
+  EngineMetrics metrics() const;
+  // Blocks held by the prefix cache alone; free + these = all blocks when nothing runs.
+  int64_t cache_only_blocks() const { return cache_ ? cache_->reclaimable_blocks() : 0; }
   size_t kv_bytes_per_token() const { return kv_.arena().bytes_per_token(); }
   int running() const;
   int queued() const;
@@ -69,12 +92,19 @@ class Engine {
   void finish(Sequence& s, FinishReason reason, const std::string& error = "");
   void preempt(Sequence& s);
   bool ensure_blocks(Sequence& s, int64_t n_tokens);
+  std::optional<int32_t> allocate_block();
+  void attach_cached_prefix(Sequence& s);
+  bool make_writable(Sequence& s);
+  void release_to_cache(Sequence& s);
+  void publish_metrics();
 
   const Model& model_;
   const Tokenizer& tok_;
   EngineOptions opt_;
   BatchForward fwd_;
   BlockPool kv_;
+  std::unique_ptr<DiskTier> disk_;
+  std::unique_ptr<PrefixCache> cache_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -89,6 +119,8 @@ class Engine {
 
   std::thread thread_;
   bool stop_ = false;
+  EngineMetrics metrics_;  // guarded by mu_
+  EngineMetrics totals_;   // engine thread only
 };
 
 }  // namespace hearth

@@ -31,11 +31,11 @@ struct TokenLogprob {
 struct EngineEvent {
   enum class Kind { Token, Finished } kind = Kind::Token;
   int64_t request_id = 0;
-  int32_t token = -1;  // Token: the generated id
-  std::string text;    // Token: UTF-8 safe to show now (complete characters, no partial stop
-                       // string; held-back text comes with a later event, possibly Finished)
-  float logprob = 0.0f;                    // Token, when n_probs > 0
-  std::vector<TokenLogprob> top_logprobs;  // Token, when n_probs > 0: best first
+  int32_t token = -1;    // Token: the generated id
+  std::string text;      // Token: UTF-8 safe to show now (complete characters, no partial stop
+                         // string; held-back text comes with a later event, possibly Finished)
+  float logprob = 0.0f;  // Token, when n_probs > 0
+  std::vector<TokenLogprob> top_logprobs;    // Token, when n_probs > 0: best first
   FinishReason reason = FinishReason::Stop;  // Finished
   std::string error;                         // Finished with Error
   RequestStats stats;                        // Finished
@@ -59,7 +59,7 @@ struct GenerationRequest {
   float temperature = 0.0f;     // 0 = greedy
   uint64_t seed = 0;
   int64_t max_tokens = 128;
-  bool stop_at_eog = true;  // end on the vocabulary's end-of-generation tokens
+  bool stop_at_eog = true;        // end on the vocabulary's end-of-generation tokens
   std::vector<std::string> stop;  // stop strings (matched across token boundaries; not emitted)
   int32_t n_probs = 0;            // report the chosen token's logprob and the top n
   // Called on the engine's thread; must not block for long.

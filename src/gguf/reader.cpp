@@ -55,6 +55,7 @@ class Parser {
   void run() {
     f_.name_ = name_;
     f_.size_ = n_;
+    f_.base_ = p_;
     read_header();
     read_metadata();
     read_alignment();

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,8 @@ class File {
   uint32_t alignment() const { return alignment_; }
   uint64_t data_offset() const { return data_offset_; }  // absolute file offset of tensor data
   size_t file_size() const { return size_; }
+  // The whole file's bytes (valid while the File, or parse()'s buffer, lives).
+  std::span<const uint8_t> bytes() const { return {base_, size_}; }
   const std::string& name() const { return name_; }
 
   const std::vector<KeyValue>& metadata() const { return kvs_; }
@@ -91,6 +94,7 @@ class File {
   std::shared_ptr<MappedFile> map_;  // keeps tensor data alive; null for parse()
   std::string name_;
   size_t size_ = 0;
+  const uint8_t* base_ = nullptr;
   uint32_t version_ = 0;
   uint32_t alignment_ = kDefaultAlignment;
   uint64_t data_offset_ = 0;

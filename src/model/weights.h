@@ -44,6 +44,10 @@ class Model {
   uint64_t weight_bytes() const;  // bytes of all tensors as stored
   // RoPE parameters from the hyperparameters and rope_freqs (points into this model).
   ref::RopeConfig rope_config() const;
+  // Whether a prefix of a sequence's state can be reused and extended (true for attention-only
+  // models: K/V of position p depends on tokens [0, p] alone). A model with recurrent layers
+  // would say false, and the prefix cache then stays off for it.
+  bool supports_prefix_reuse() const { return true; }
 
  private:
   explicit Model(gguf::File f) : file_(std::move(f)) {}

@@ -1,0 +1,376 @@
+#include "kv/prefix_cache.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <optional>
+
+#include "kv/disk_tier.h"
+#include "util/error.h"
+
+namespace hearth {
+
+struct PrefixCache::Node {
+  Node* parent = nullptr;
+  std::vector<std::unique_ptr<Node>> children;
+  std::vector<int32_t> tokens;  // 1..block_tokens; fewer only in a leaf
+  bool has_text = false;
+  std::string text;
+  std::vector<uint32_t> ends;  // per token, into `text`
+  int32_t block = -1;          // -1: not in memory (on disk)
+  bool on_disk = false;        // a valid copy is on disk (or queued)
+  uint64_t hash = kChainRoot;  // chain hash through this node
+  uint64_t last_used = 0;
+
+  uint32_t text_begin(size_t i) const { return i == 0 ? 0 : ends[i - 1]; }
+  bool has_resident_child() const {
+    for (const auto& c : children)
+      if (c->block >= 0) return true;
+    return false;
+  }
+};
+
+namespace {
+
+size_t common_prefix(std::span<const int32_t> a, std::span<const int32_t> b) {
+  const size_t n = std::min(a.size(), b.size());
+  size_t i = 0;
+  while (i < n && a[i] == b[i]) ++i;
+  return i;
+}
+
+}  // namespace
+
+PrefixCache::PrefixCache(BlockPool& pool, DiskTier* disk)
+    : pool_(pool), disk_(disk), root_(std::make_unique<Node>()) {
+  if (disk_) {
+    if (disk_->block_bytes() != pool_.arena().block_stride())
+      fail("cache: disk tier block size {} != pool block size {}", disk_->block_bytes(),
+           pool_.arena().block_stride());
+    adopt_disk_nodes();
+  }
+}
+
+PrefixCache::~PrefixCache() {
+  flush_to_disk();
+  for (Node* n : resident_) pool_.release(n->block);
+}
+
+// Rebuilds the tree from the disk tier's entries: every entry whose parent chain reaches the
+// root becomes a node without a block; the rest can never be matched and are removed.
+void PrefixCache::adopt_disk_nodes() {
+  std::vector<DiskEntry> entries = disk_->scan();
+  std::multimap<uint64_t, size_t> by_parent;
+  for (size_t i = 0; i < entries.size(); ++i) by_parent.emplace(entries[i].parent, i);
+  std::vector<uint8_t> used(entries.size(), 0);
+  const size_t bt = static_cast<size_t>(pool_.block_tokens());
+  std::vector<Node*> frontier = {root_.get()};
+  while (!frontier.empty()) {
+    Node* parent = frontier.back();
+    frontier.pop_back();
+    if (parent != root_.get() && parent->tokens.size() < bt) continue;  // partial: a leaf
+    auto [lo, hi] = by_parent.equal_range(parent->hash);
+    for (auto it = lo; it != hi; ++it) {
+      DiskEntry& e = entries[it->second];
+      if (used[it->second] || e.tokens.size() > bt) continue;
+      used[it->second] = 1;
+      auto n = std::make_unique<Node>();
+      n->parent = parent;
+      n->tokens = std::move(e.tokens);
+      n->has_text = e.has_text;
+      n->text = std::move(e.text);
+      n->ends = std::move(e.ends);
+      n->hash = e.hash;
+      n->on_disk = true;
+      frontier.push_back(n.get());
+      parent->children.push_back(std::move(n));
+      ++stats_.nodes;
+    }
+  }
+  for (size_t i = 0; i < entries.size(); ++i)
+    if (!used[i]) disk_->remove(entries[i].hash);
+}
+
+void PrefixCache::touch(Node* n) {
+  const uint64_t t = ++tick_;
+  for (; n && n != root_.get(); n = n->parent) n->last_used = t;
+}
+
+bool PrefixCache::load_from_disk(Node& n) {
+  if (!disk_ || !n.on_disk) return false;
+  std::optional<int32_t> b = pool_.allocate();
+  while (!b && evict_one()) b = pool_.allocate();
+  if (!b) return false;
+  if (!disk_->read(n.hash, n.tokens, pool_.arena().k(*b, 0))) {
+    pool_.release(*b);
+    remove(&n);  // corrupt or missing: its subtree can no longer be reached
+    return false;
+  }
+  n.block = *b;
+  resident_.insert(&n);
+  return true;
+}
+
+PrefixMatch PrefixCache::take(const std::vector<Step>& path) {
+  PrefixMatch m;
+  const int64_t bt = pool_.block_tokens();
+  for (const Step& st : path) {
+    Node& n = *st.node;
+    if (n.block < 0) {
+      if (!load_from_disk(n)) break;  // (n may be gone now; nothing after it is used)
+      m.disk_tokens += st.used;
+    }
+    if (st.used == bt) {  // whole block: shared by reference
+      pool_.retain(n.block);
+      m.blocks.push_back(n.block);
+    } else {                  // the sequence writes into this block next: a private copy
+      pool_.retain(n.block);  // keep the source alive through evictions below
+      std::optional<int32_t> b = pool_.allocate();
+      while (!b && evict_one()) b = pool_.allocate();
+      if (b)
+        std::memcpy(pool_.arena().k(*b, 0), pool_.arena().k(n.block, 0),
+                    pool_.arena().block_stride());
+      pool_.release(n.block);
+      if (!b) break;
+      m.blocks.push_back(*b);
+    }
+    m.tokens.insert(m.tokens.end(), n.tokens.begin(), n.tokens.begin() + st.used);
+    if (n.has_text && m.ends.size() + static_cast<size_t>(st.used) == m.tokens.size()) {
+      for (int64_t i = 0; i < st.used; ++i)
+        m.ends.push_back(static_cast<uint32_t>(m.text_bytes) + n.ends[static_cast<size_t>(i)]);
+      m.text_bytes += n.text_begin(static_cast<size_t>(st.used));
+    }
+    touch(&n);
+  }
+  stats_.hit_tokens += m.n_tokens();
+  stats_.disk_hit_tokens += m.disk_tokens;
+  return m;
+}
+
+PrefixMatch PrefixCache::match(std::span<const int32_t> tokens, int64_t max_tokens) {
+  ++stats_.lookups;
+  const int64_t limit = std::min<int64_t>(max_tokens, static_cast<int64_t>(tokens.size()));
+  stats_.lookup_tokens += limit;
+  const int64_t bt = pool_.block_tokens();
+  std::vector<Step> path;
+  Node* node = root_.get();
+  int64_t pos = 0;
+  while (pos < limit) {
+    const auto want =
+        tokens.subspan(static_cast<size_t>(pos), static_cast<size_t>(std::min(bt, limit - pos)));
+    Node* best = nullptr;
+    size_t best_len = 0;
+    for (const auto& c : node->children) {
+      const size_t l = common_prefix(c->tokens, want);
+      if (l > best_len || (l == best_len && l > 0 && best->block < 0 && c->block >= 0)) {
+        best = c.get();
+        best_len = l;
+      }
+    }
+    if (best_len == 0) break;
+    path.push_back({best, static_cast<int64_t>(best_len)});
+    pos += static_cast<int64_t>(best_len);
+    if (static_cast<int64_t>(best_len) < bt) break;
+    node = best;
+  }
+  return take(path);
+}
+
+PrefixMatch PrefixCache::match_text(std::span<const int32_t> lead, std::string_view text,
+                                    int64_t max_tokens) {
+  ++stats_.lookups;
+  const int64_t bt = pool_.block_tokens();
+  std::vector<Step> path;
+  Node* node = root_.get();
+  int64_t pos = 0;
+  size_t off = 0;  // text matched so far
+  while (pos < max_tokens) {
+    Node* best = nullptr;
+    int64_t best_used = 0;
+    size_t best_bytes = 0;
+    for (const auto& c : node->children) {
+      int64_t used = 0;
+      size_t bytes = 0;
+      for (size_t i = 0; i < c->tokens.size() && pos + used < max_tokens; ++i) {
+        const auto g = static_cast<size_t>(pos + used);
+        if (g < lead.size()) {  // matched by id; such tokens stand for no text of the prompt
+          if (c->tokens[i] != lead[g] || (c->has_text && c->text_begin(i) != c->ends[i])) break;
+        } else {
+          if (!c->has_text) break;
+          const std::string_view piece =
+              std::string_view(c->text).substr(c->text_begin(i), c->ends[i] - c->text_begin(i));
+          if (text.substr(off + bytes, piece.size()) != piece) break;
+          bytes += piece.size();
+        }
+        ++used;
+      }
+      if (used > best_used || (used == best_used && used > 0 && best->block < 0 && c->block >= 0)) {
+        best = c.get();
+        best_used = used;
+        best_bytes = bytes;
+      }
+    }
+    if (best_used == 0) break;
+    path.push_back({best, best_used});
+    pos += best_used;
+    off += best_bytes;
+    if (best_used < bt) break;
+    node = best;
+  }
+  PrefixMatch m = take(path);
+  stats_.lookup_tokens += m.n_tokens();  // the rest is counted by the caller as new
+  return m;
+}
+
+void PrefixCache::insert(std::span<const int32_t> tokens, std::span<const int32_t> blocks,
+                         const TokenText& text) {
+  const size_t bt = static_cast<size_t>(pool_.block_tokens());
+  const bool has_text = !text.ends.empty() && text.ends.size() >= tokens.size();
+  Node* node = root_.get();
+  size_t pos = 0, bi = 0;
+  while (pos < tokens.size() && bi < blocks.size()) {
+    const size_t len = std::min(bt, tokens.size() - pos);
+    const auto chunk = tokens.subspan(pos, len);
+    const int32_t block = blocks[bi++];
+    Node* existing = nullptr;
+    bool covered = false;  // a longer cached block already starts with this partial chunk
+    for (const auto& c : node->children) {
+      if (c->tokens.size() == len && std::equal(chunk.begin(), chunk.end(), c->tokens.begin()))
+        existing = c.get();
+      else if (len < bt && c->tokens.size() > len && common_prefix(c->tokens, chunk) == len)
+        covered = true;
+    }
+    if (existing) {
+      if (existing->block < 0) {  // on disk only: take the identical block we hold
+        existing->block = block;
+        resident_.insert(existing);
+      } else {
+        pool_.release(block);
+      }
+      if (has_text && !existing->has_text) {
+        const uint32_t b0 = pos == 0 ? 0 : text.ends[pos - 1];
+        existing->has_text = true;
+        existing->text = std::string(text.text.substr(b0, text.ends[pos + len - 1] - b0));
+        existing->ends.resize(len);
+        for (size_t i = 0; i < len; ++i) existing->ends[i] = text.ends[pos + i] - b0;
+      }
+      node = existing;
+    } else if (covered) {
+      pool_.release(block);
+      break;
+    } else {
+      // A shorter partial sibling that this chunk extends is superseded, unless in use.
+      for (size_t k = 0; k < node->children.size();) {
+        Node* c = node->children[k].get();
+        const bool superseded = c->tokens.size() < len && c->children.empty() &&
+                                common_prefix(c->tokens, chunk) == c->tokens.size() &&
+                                (c->block < 0 || pool_.refcount(c->block) == 1);
+        if (superseded)
+          remove(c);
+        else
+          ++k;
+      }
+      auto n = std::make_unique<Node>();
+      n->parent = node;
+      n->tokens.assign(chunk.begin(), chunk.end());
+      n->block = block;
+      n->hash = chain_hash(node->hash, chunk);
+      if (has_text) {
+        const uint32_t b0 = pos == 0 ? 0 : text.ends[pos - 1];
+        n->has_text = true;
+        n->text = std::string(text.text.substr(b0, text.ends[pos + len - 1] - b0));
+        n->ends.resize(len);
+        for (size_t i = 0; i < len; ++i) n->ends[i] = text.ends[pos + i] - b0;
+      }
+      resident_.insert(n.get());
+      Node* raw = n.get();
+      node->children.push_back(std::move(n));
+      ++stats_.nodes;
+      ++stats_.inserted_blocks;
+      node = raw;
+    }
+    touch(node);
+    pos += len;
+    if (len < bt) break;
+  }
+  for (; bi < blocks.size(); ++bi) pool_.release(blocks[bi]);
+}
+
+void PrefixCache::remove(Node* n) {
+  while (!n->children.empty()) remove(n->children.back().get());
+  if (n->block >= 0) {
+    pool_.release(n->block);
+    resident_.erase(n);
+  }
+  if (n->on_disk && disk_) disk_->remove(n->hash);
+  Node* parent = n->parent;
+  auto& siblings = parent->children;
+  siblings.erase(
+      std::find_if(siblings.begin(), siblings.end(), [&](const auto& c) { return c.get() == n; }));
+  --stats_.nodes;
+}
+
+bool PrefixCache::evict_one() {
+  Node* victim = nullptr;
+  for (Node* n : resident_) {
+    if (n->has_resident_child() || pool_.refcount(n->block) != 1) continue;
+    if (!victim || n->last_used < victim->last_used) victim = n;
+  }
+  if (!victim) return false;
+  ++stats_.evictions;
+  if (!disk_) {
+    remove(victim);
+    return true;
+  }
+  if (!victim->on_disk) {
+    DiskEntry e{victim->hash,     victim->parent->hash, victim->tokens,
+                victim->has_text, victim->text,         victim->ends};
+    disk_->write(e, pool_.arena().k(victim->block, 0));
+    victim->on_disk = true;
+  }
+  pool_.release(victim->block);
+  victim->block = -1;
+  resident_.erase(victim);
+  // Keep the disk tier within its budget: drop the least-recently-used leaves there.
+  while (disk_->bytes() > disk_->max_bytes()) {
+    Node* old = nullptr;
+    std::vector<Node*> stack = {root_.get()};
+    while (!stack.empty()) {
+      Node* n = stack.back();
+      stack.pop_back();
+      for (const auto& c : n->children) stack.push_back(c.get());
+      if (n != root_.get() && n->block < 0 && n->children.empty() &&
+          (!old || n->last_used < old->last_used))
+        old = n;
+    }
+    if (!old) break;
+    remove(old);
+  }
+  return true;
+}
+
+void PrefixCache::flush_to_disk() {
+  if (!disk_) return;
+  for (Node* n : resident_) {
+    if (n->on_disk) continue;
+    DiskEntry e{n->hash, n->parent->hash, n->tokens, n->has_text, n->text, n->ends};
+    disk_->write(e, pool_.arena().k(n->block, 0));
+    n->on_disk = true;
+  }
+  disk_->flush();
+}
+
+PrefixCacheStats PrefixCache::stats() const {
+  PrefixCacheStats s = stats_;
+  s.resident_blocks = static_cast<int64_t>(resident_.size());
+  return s;
+}
+
+int64_t PrefixCache::reclaimable_blocks() const {
+  int64_t n = 0;
+  for (Node* node : resident_)
+    if (pool_.refcount(node->block) == 1) ++n;
+  return n;
+}
+
+}  // namespace hearth

@@ -1,0 +1,113 @@
+// The conversation cache: a radix tree over token ids whose nodes own KV blocks of the engine's
+// pool, shared by every sequence and session.
+//
+// A node stands for one block: up to `block_tokens` tokens at block index `depth`, and holds one
+// pool reference to the block that has their K/V. Only a leaf may be partial (fewer tokens than a
+// block). A new sequence reuses the longest cached prefix: whole blocks by reference (no copy);
+// where the match ends inside a block (a partial node, or a block it shares only in part), that
+// block is copied, since the sequence will write its own next tokens into it.
+//
+// Text anchoring: a path may also remember the exact text its tokens stand for (per token, as the
+// rendered prompt or the streamed reply gave it). A prompt given as text is matched against that
+// text, so a reply that re-tokenizes differently from the ids that were generated still hits.
+// Rule: a conversation keeps the tokens it was actually computed with; only text after the
+// longest matching path is tokenized afresh.
+//
+// Eviction: least-recently-used leaves whose blocks no sequence holds go first; a shared prefix
+// lives as long as anything under it is used. With a disk tier, an evicted block is written out
+// and its node stays in the tree (without a block) to be read back on a hit.
+//
+// Exactness: K/V of position p depends only on tokens [0, p] (causal attention) and the forward
+// pass is batch- and chunk-invariant, so reused K/V is bit-identical to recomputed K/V.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+#include "kv/block_pool.h"
+
+namespace hearth {
+
+class DiskTier;
+
+// Per-token text for a token path: token i stands for text[ends[i-1], ends[i]) (ends[-1] = 0).
+struct TokenText {
+  std::string_view text;
+  std::span<const uint32_t> ends;
+};
+
+struct PrefixMatch {
+  std::vector<int32_t> tokens;  // the matched tokens (the cached path's own ids)
+  std::vector<int32_t> blocks;  // references now owned by the caller; cover `tokens`
+  size_t text_bytes = 0;        // text matched (text lookups)
+  std::vector<uint32_t> ends;   // per matched token, its text's end (while the path has text)
+  int64_t disk_tokens = 0;      // of `tokens`, read back from the disk tier
+  int64_t n_tokens() const { return static_cast<int64_t>(tokens.size()); }
+};
+
+struct PrefixCacheStats {
+  int64_t lookups = 0;
+  int64_t lookup_tokens = 0;  // tokens asked for (token lookups) or matched + rest (text)
+  int64_t hit_tokens = 0;     // tokens served from the cache (memory or disk)
+  int64_t disk_hit_tokens = 0;
+  int64_t inserted_blocks = 0;
+  int64_t evictions = 0;  // blocks taken from memory (to disk, or dropped)
+  int64_t resident_blocks = 0;
+  int64_t nodes = 0;
+};
+
+class PrefixCache {
+ public:
+  PrefixCache(BlockPool& pool, DiskTier* disk = nullptr);
+  ~PrefixCache();
+  PrefixCache(const PrefixCache&) = delete;
+  PrefixCache& operator=(const PrefixCache&) = delete;
+
+  // Longest cached prefix of `tokens`, at most `max_tokens` long.
+  PrefixMatch match(std::span<const int32_t> tokens, int64_t max_tokens);
+  // `lead` tokens matched by id (e.g. BOS), then the longest path whose text is a prefix of
+  // `text` (nodes that carry text only), at most `max_tokens` tokens in all.
+  PrefixMatch match_text(std::span<const int32_t> lead, std::string_view text, int64_t max_tokens);
+
+  // Adds a sequence's computed tokens and takes over its references to `blocks` (which cover
+  // them): a block whose tokens are already cached is released, the rest become nodes. `text`
+  // (optional: empty ends) is the per-token text of `tokens`.
+  void insert(std::span<const int32_t> tokens, std::span<const int32_t> blocks,
+              const TokenText& text = {});
+
+  // Frees one pool block by evicting the least-recently-used unused leaf; false when none.
+  bool evict_one();
+  // Writes every resident block not yet on disk (shutdown); no-op without a disk tier.
+  void flush_to_disk();
+
+  PrefixCacheStats stats() const;
+  // Blocks referenced only by the cache (reclaimable).
+  int64_t reclaimable_blocks() const;
+
+ private:
+  struct Node;
+  struct Step {
+    Node* node;
+    int64_t used;  // tokens of the node used by the match
+  };
+
+  PrefixMatch take(const std::vector<Step>& path);
+  bool load_from_disk(Node& n);
+  void touch(Node* n);
+  void remove(Node* n);
+  void adopt_disk_nodes();
+
+  BlockPool& pool_;
+  DiskTier* disk_;
+  std::unique_ptr<Node> root_;
+  std::unordered_set<Node*> resident_;  // nodes holding a block
+  uint64_t tick_ = 0;
+  PrefixCacheStats stats_;
+};
+
+}  // namespace hearth
