@@ -492,6 +492,7 @@ bool Engine::step() {
       done.push_back(&s);
       continue;
     }
+    if (s.req.on_logits) s.req.on_logits(l);
     const int32_t id = s.sampler.sample(l);
     if (s.stats.generated_tokens == 0) {
       s.first_token = Clock::now();

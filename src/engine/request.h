@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -64,6 +65,8 @@ struct GenerationRequest {
   int32_t n_probs = 0;            // report the chosen token's logprob and the top n
   // Called on the engine's thread; must not block for long.
   std::function<void(const EngineEvent&)> on_event;
+  // Tests and evaluation: the logits row each generated token is sampled from.
+  std::function<void(std::span<const float>)> on_logits;
 };
 
 }  // namespace hearth

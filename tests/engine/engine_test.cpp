@@ -116,7 +116,8 @@ TEST_P(EngineExact, BatchedChunkedAndPreemptedEqualAlone) {
         EXPECT_EQ(got[i].stats.prompt_tokens, static_cast<int64_t>(prompts[i].size()));
         preemptions += got[i].stats.preemptions;
       }
-      EXPECT_EQ(engine.kv_pool().n_free() + engine.cache_only_blocks(), engine.kv_pool().n_blocks()) << "leaked KV blocks";
+      EXPECT_EQ(engine.kv_pool().n_free() + engine.cache_only_blocks(), engine.kv_pool().n_blocks())
+          << "leaked KV blocks";
       if (kv_blocks == 6) {
         EXPECT_GT(preemptions, 0) << "the tight pool should have forced preemption";
       }
@@ -197,7 +198,8 @@ TEST(Engine, StressRandomSubmitCancelFinishNearExhaustion) {
     ++events;
   }
   engine.run_until_idle();
-  EXPECT_EQ(engine.kv_pool().n_free() + engine.cache_only_blocks(), engine.kv_pool().n_blocks()) << "leaked KV blocks";
+  EXPECT_EQ(engine.kv_pool().n_free() + engine.cache_only_blocks(), engine.kv_pool().n_blocks())
+      << "leaked KV blocks";
   int checked = 0;
   for (auto& [id, c] : results) {
     ASSERT_TRUE(c->finished) << id;

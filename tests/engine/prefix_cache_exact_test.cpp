@@ -1,0 +1,204 @@
+// The prefix cache is exact: random multi-turn conversations give bit-identical logits and the
+// same greedy tokens with the cache (memory hits, partial-block hits, evictions, disk hits, a
+// restart) as without it, for F16 and Q8_0 KV.
+#include <gtest/gtest.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <filesystem>
+#include <random>
+
+#include "common/shared_data.h"
+#include "engine/engine.h"
+#include "model/forward.h"
+
+namespace hearth {
+namespace {
+
+struct Turn {
+  std::vector<int32_t> tokens;         // generated
+  std::vector<uint64_t> logit_hashes;  // per generated token, of the raw float bytes
+  RequestStats stats;
+};
+
+GenerationRequest make_request(const std::vector<int32_t>& prompt, int n_gen, Turn* out) {
+  GenerationRequest r;
+  r.prompt = prompt;
+  r.max_tokens = n_gen;
+  r.stop_at_eog = false;
+  r.on_event = [out](const EngineEvent& e) {
+    if (e.kind == EngineEvent::Kind::Token && e.token >= 0) out->tokens.push_back(e.token);
+    if (e.kind == EngineEvent::Kind::Finished) out->stats = e.stats;
+  };
+  r.on_logits = [out](std::span<const float> l) {
+    out->logit_hashes.push_back(XXH3_64bits(l.data(), l.size_bytes()));
+  };
+  return r;
+}
+
+struct Conversation {
+  std::vector<std::vector<int32_t>> user;  // new tokens per turn
+};
+
+// Sessions of random turns; every session starts with the same "system prompt" so that the
+// cache shares it across sessions, and user turns have random lengths so prefixes end at any
+// offset inside a block.
+std::vector<Conversation> conversations(int sessions, int turns, int32_t n_vocab, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> tok(3, std::min<int32_t>(n_vocab - 1, 5000));
+  std::vector<int32_t> system = {1};
+  for (int i = 0; i < 45; ++i) system.push_back(tok(rng));
+  std::vector<Conversation> out(static_cast<size_t>(sessions));
+  for (auto& c : out) {
+    for (int t = 0; t < turns; ++t) {
+      std::vector<int32_t> u = t == 0 ? system : std::vector<int32_t>{};
+      const int n = std::uniform_int_distribution<int>(1, 40)(rng);
+      for (int i = 0; i < n; ++i) u.push_back(tok(rng));
+      c.user.push_back(std::move(u));
+    }
+  }
+  return out;
+}
+
+// Runs every conversation turn by turn, sessions interleaved (each turn of all sessions
+// submitted together), feeding generated tokens back into the history.
+std::vector<std::vector<Turn>> replay(Engine& engine, const std::vector<Conversation>& convs,
+                                      int n_gen, std::vector<std::vector<int32_t>>* histories) {
+  const size_t S = convs.size();
+  const size_t T = convs[0].user.size();
+  std::vector<std::vector<Turn>> out(S, std::vector<Turn>(T));
+  histories->assign(S, {});
+  for (size_t t = 0; t < T; ++t) {
+    std::vector<std::vector<int32_t>> prompts(S);
+    for (size_t s = 0; s < S; ++s) {
+      auto& h = (*histories)[s];
+      h.insert(h.end(), convs[s].user[t].begin(), convs[s].user[t].end());
+      prompts[s] = h;
+      EXPECT_TRUE(engine.submit(make_request(prompts[s], n_gen, &out[s][t])).ok());
+    }
+    engine.run_until_idle();
+    for (size_t s = 0; s < S; ++s) {
+      auto& h = (*histories)[s];
+      h.insert(h.end(), out[s][t].tokens.begin(), out[s][t].tokens.end());
+    }
+  }
+  return out;
+}
+
+EngineOptions options(const Model& m, TensorType kv, int32_t blocks, bool cache,
+                      const std::string& dir = {}, int max_running = 4) {
+  EngineOptions o;
+  o.kv_type = kv;
+  o.max_running = max_running;
+  o.step_tokens = 48;
+  o.max_seq_tokens = 1024;
+  o.prefix_cache = cache;
+  o.cache_dir = dir;
+  o.kv_bytes = static_cast<size_t>(blocks) * 2 *
+               kv_layout_for(m.hparams(), kv, o.kv_block_tokens).block_bytes() *
+               static_cast<size_t>(m.hparams().n_layer);
+  return o;
+}
+
+void expect_same(const std::vector<std::vector<Turn>>& want,
+                 const std::vector<std::vector<Turn>>& got, const char* what) {
+  for (size_t s = 0; s < want.size(); ++s)
+    for (size_t t = 0; t < want[s].size(); ++t) {
+      EXPECT_EQ(got[s][t].tokens, want[s][t].tokens) << what << " session " << s << " turn " << t;
+      EXPECT_EQ(got[s][t].logit_hashes, want[s][t].logit_hashes)
+          << what << " session " << s << " turn " << t << ": logits differ";
+    }
+}
+
+int64_t sum_cached(const std::vector<std::vector<Turn>>& r) {
+  int64_t n = 0;
+  for (const auto& s : r)
+    for (const auto& t : s) n += t.stats.cached_tokens;
+  return n;
+}
+
+class PrefixCacheExact : public ::testing::TestWithParam<std::tuple<std::string, TensorType>> {};
+
+TEST_P(PrefixCacheExact, CachedEqualsUncached) {
+  const auto& [name, kv] = GetParam();
+  HEARTH_SHARED_OR_SKIP(path, "models/synthetic/" + name + ".gguf");
+  auto model = Model::load(path);
+  const Tokenizer tok = Tokenizer::from_gguf(model->file());
+  ops::ThreadPool pool(2);
+  const int n_gen = 6;
+  const auto convs = conversations(3, 4, model->hparams().n_vocab, 7);
+  std::vector<std::vector<int32_t>> hist;
+
+  // Reference: no cache, roomy pool.
+  Engine plain(*model, tok, options(*model, kv, 256, false), pool);
+  const auto want = replay(plain, convs, n_gen, &hist);
+  EXPECT_EQ(sum_cached(want), 0);
+
+  {  // Memory hits (whole and partial blocks).
+    Engine e(*model, tok, options(*model, kv, 256, true), pool);
+    const auto got = replay(e, convs, n_gen, &hist);
+    expect_same(want, got, "memory");
+    EXPECT_GT(sum_cached(got), 0);
+    for (size_t s = 0; s < got.size(); ++s)  // every later turn reuses its whole history
+      for (size_t t = 1; t < got[s].size(); ++t)
+        EXPECT_GE(got[s][t].stats.cached_tokens + 1 + n_gen,
+                  got[s][t].stats.prompt_tokens - static_cast<int64_t>(convs[s].user[t].size()))
+            << "session " << s << " turn " << t;
+    // A branch: an earlier point of a conversation continued differently, diverging inside
+    // a block, reuses the common part through a copied block.
+    const std::vector<int32_t>& h = hist[0];
+    std::vector<int32_t> branch(h.begin(), h.begin() + 70);
+    branch.push_back(4);
+    Turn b_cached, b_plain;
+    ASSERT_TRUE(e.submit(make_request(branch, n_gen, &b_cached)).ok());
+    e.run_until_idle();
+    ASSERT_TRUE(plain.submit(make_request(branch, n_gen, &b_plain)).ok());
+    plain.run_until_idle();
+    EXPECT_EQ(b_cached.stats.cached_tokens, 70);
+    EXPECT_EQ(b_cached.tokens, b_plain.tokens);
+    EXPECT_EQ(b_cached.logit_hashes, b_plain.logit_hashes);
+    EXPECT_EQ(e.kv_pool().n_free() + e.cache_only_blocks(), e.kv_pool().n_blocks());
+  }
+  {  // A pool that cannot hold every session: evictions, then recomputation.
+    Engine e(*model, tok, options(*model, kv, 14, true), pool);
+    const auto got = replay(e, convs, n_gen, &hist);
+    expect_same(want, got, "evicting");
+    EXPECT_GT(e.metrics().cache.evictions, 0);
+    EXPECT_EQ(e.kv_pool().n_free() + e.cache_only_blocks(), e.kv_pool().n_blocks());
+  }
+  const std::string dir = (std::filesystem::temp_directory_path() /
+                           ("hearth-cache-exact-" + std::to_string(::getpid()) + "-" + name))
+                              .string();
+  std::filesystem::remove_all(dir);
+  {  // Evicted blocks go to disk and come back on hits (one session at a time in a pool that
+     // holds about one and a half).
+    Engine e(*model, tok, options(*model, kv, 12, true, dir, 1), pool);
+    const auto got = replay(e, convs, n_gen, &hist);
+    expect_same(want, got, "disk");
+    EXPECT_GT(e.metrics().cache.disk_hit_tokens, 0);
+  }
+  {  // Restart: a fresh engine over the same directory serves the histories from disk.
+    Engine e(*model, tok, options(*model, kv, 64, true, dir), pool);
+    for (size_t s = 0; s < hist.size(); ++s) {
+      Turn a, b;
+      ASSERT_TRUE(e.submit(make_request(hist[s], n_gen, &a)).ok());
+      e.run_until_idle();
+      ASSERT_TRUE(plain.submit(make_request(hist[s], n_gen, &b)).ok());
+      plain.run_until_idle();
+      EXPECT_EQ(a.tokens, b.tokens) << "restart session " << s;
+      EXPECT_EQ(a.logit_hashes, b.logit_hashes) << "restart session " << s;
+      EXPECT_GE(a.stats.cached_tokens, static_cast<int64_t>(hist[s].size()) - n_gen - 1)
+          << "restart session " << s;
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, PrefixCacheExact,
+                         ::testing::Values(std::make_tuple("qwen3-Q8_0", TensorType::F16),
+                                           std::make_tuple("qwen3-Q8_0", TensorType::Q8_0),
+                                           std::make_tuple("llama-untied-Q8_0", TensorType::F16),
+                                           std::make_tuple("qwen2-Q4_K", TensorType::Q8_0)));
+
+}  // namespace
+}  // namespace hearth
