@@ -1,0 +1,126 @@
+// `hearth chat -m MODEL`: an interactive conversation on stdin/stdout with the model's own chat
+// template. Each line read is a user turn; the whole conversation is rendered, generated from,
+// the reply printed (reasoning to stderr) and appended as an assistant message, until EOF.
+#include <iostream>
+#include <random>
+#include <string>
+
+#include "chat/chat_formatter.h"
+#include "cli/commands.h"
+#include "engine/engine.h"
+#include "model/weights.h"
+#include "tokenizer/tokenizer.h"
+#include "util/error.h"
+
+namespace hearth::cli {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+struct ChatOptions {
+  std::string model;
+  std::string system;
+  std::string kwargs;
+  int64_t n_predict = 512;
+  float temperature = 0.7f;
+  int64_t seed = -1;
+  int64_t n_ctx = 0;
+  int threads = 2;
+};
+
+void write_out(std::FILE* f, const std::string& s) {
+  if (s.empty()) return;
+  std::fwrite(s.data(), 1, s.size(), f);
+  std::fflush(f);
+}
+
+int run_chat(const ChatOptions& o) {
+  auto model = Model::load(o.model);
+  Tokenizer tok = Tokenizer::from_gguf(model->file());
+  const std::string bos = tok.bos() != kNoToken ? tok.token_to_piece(tok.bos(), true) : "";
+  const std::string eos = tok.eos() != kNoToken ? tok.token_to_piece(tok.eos(), true) : "";
+  chat::ChatFormatter formatter(model->file().get_string("tokenizer.chat_template"), bos, eos);
+  json kwargs = nullptr;
+  if (!o.kwargs.empty()) {
+    kwargs = json::parse(o.kwargs, nullptr, false);
+    if (kwargs.is_discarded() || !kwargs.is_object())
+      fail("--kwargs '{}': expected a JSON object", o.kwargs);
+  }
+
+  const int64_t n_ctx =
+      o.n_ctx > 0 ? o.n_ctx : std::min<int64_t>(model->hparams().n_ctx_train, 4096);
+  ops::ThreadPool pool(o.threads);
+  EngineOptions eo;
+  eo.max_running = 1;
+  eo.max_seq_tokens = n_ctx;
+  Engine engine(*model, tok, eo, pool);
+  uint64_t seed = o.seed >= 0 ? static_cast<uint64_t>(o.seed) : std::random_device{}();
+
+  json messages = json::array();
+  if (!o.system.empty()) messages.push_back({{"role", "system"}, {"content", o.system}});
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    if (line.empty()) continue;
+    messages.push_back({{"role", "user"}, {"content", line}});
+    const chat::Rendered prompt = formatter.format(messages, nullptr, true, kwargs);
+    // The template writes BOS itself when it wants one; otherwise the vocabulary's rule applies.
+    const bool add_special = bos.empty() || prompt.text.rfind(bos, 0) != 0;
+    GenerationRequest req;
+    req.prompt = tok.encode_with_control_ranges(prompt.text, add_special, prompt.special_ok);
+    if (static_cast<int64_t>(req.prompt.size()) >= n_ctx)
+      fail("the conversation has {} tokens, more than the context of {} (use -c)",
+           req.prompt.size(), n_ctx);
+    req.temperature = o.temperature;
+    req.seed = seed++;
+    req.max_tokens = o.n_predict;
+    chat::ReasoningSplitter splitter = formatter.reasoning_splitter(prompt);
+    std::string content, reasoning, error;
+    auto take = [&](const chat::ReasoningDelta& d) {
+      write_out(stderr, d.reasoning);
+      write_out(stdout, d.content);
+      reasoning += d.reasoning;
+      content += d.content;
+    };
+    req.on_event = [&](const EngineEvent& e) {
+      if (e.kind == EngineEvent::Kind::Token) {
+        take(splitter.push(e.text));
+      } else {
+        take(splitter.push(e.text));
+        take(splitter.finish());
+        if (e.reason == FinishReason::Error) error = e.error;
+      }
+    };
+    SubmitResult r = engine.submit(std::move(req));
+    if (!r.ok()) fail("{}", r.error);
+    engine.run_until_idle();
+    if (!error.empty()) fail("generation failed: {}", error);
+    write_out(stdout, "\n");
+    json reply = {{"role", "assistant"}, {"content", content}};
+    if (!reasoning.empty()) reply["reasoning_content"] = reasoning;
+    messages.push_back(std::move(reply));
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_chat(CLI::App& app, Context& ctx) {
+  auto o = std::make_shared<ChatOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "chat", "Chat on stdin/stdout with the model's own chat template (one line per turn)");
+  cmd->add_option("-m,--model", o->model, "GGUF model file")->required();
+  cmd->add_option("--system", o->system, "System prompt");
+  cmd->add_option("--kwargs", o->kwargs,
+                  "Extra template variables as JSON, e.g. '{\"enable_thinking\": false}'");
+  cmd->add_option("-n,--n-predict", o->n_predict, "Tokens per reply at most")
+      ->capture_default_str();
+  cmd->add_option("--temp", o->temperature, "Temperature (0 = greedy)")->capture_default_str();
+  cmd->add_option("--seed", o->seed, "Random seed (-1 = random)")->capture_default_str();
+  cmd->add_option("-c,--ctx", o->n_ctx, "Context size (default: min(training context, 4096))");
+  cmd->add_option("-t,--threads", o->threads, "Threads")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
+  cmd->callback([&ctx, o] { ctx.exit_code = run_chat(*o); });
+}
+
+}  // namespace hearth::cli
