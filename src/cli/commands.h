@@ -16,5 +16,7 @@ void add_bench(CLI::App& app, Context& ctx);
 void add_tokenize(CLI::App& app, Context& ctx);
 void add_serve(CLI::App& app, Context& ctx);
 void add_pull(CLI::App& app, Context& ctx);
+void add_template(CLI::App& app, Context& ctx);
+void add_chat(CLI::App& app, Context& ctx);
 
 }  // namespace hearth::cli

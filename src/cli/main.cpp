@@ -17,6 +17,8 @@ int main(int argc, char** argv) {
   hearth::cli::add_tokenize(app, ctx);
   hearth::cli::add_serve(app, ctx);
   hearth::cli::add_pull(app, ctx);
+  hearth::cli::add_template(app, ctx);
+  hearth::cli::add_chat(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
