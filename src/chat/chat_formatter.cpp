@@ -38,48 +38,68 @@ std::string content_text(const json& content, const std::string& where) {
 
 }  // namespace
 
+namespace {
+
+json normalize_message(const json& m, const std::string& where) {
+  json n = json::object();
+  for (const auto& [k, v] : m.items()) {
+    if (k == "role") {
+      const std::string role = v.get<std::string>();
+      n["role"] = role == "developer" ? "system" : role;
+    } else if (k == "content") {
+      n["content"] = content_text(v, where);
+    } else if (k == "reasoning_content") {
+      if (!v.is_null() && !v.is_string()) fail("{}.reasoning_content: expected a string", where);
+      n[k] = v;
+    } else if (k == "tool_calls") {
+      if (v.is_null()) continue;
+      if (!v.is_array()) fail("{}.tool_calls: expected an array", where);
+      json calls = v;
+      for (size_t j = 0; j < calls.size(); ++j) {
+        json& c = calls[j];
+        if (!c.is_object()) fail("{}.tool_calls[{}]: expected an object", where, j);
+        if (c.contains("function") && c["function"].is_object()) {
+          json& args = c["function"]["arguments"];
+          // OpenAI sends arguments as a JSON string; templates expect an object.
+          if (args.is_string()) {
+            json parsed = json::parse(args.get<std::string>(), nullptr, false);
+            if (!parsed.is_discarded() && parsed.is_object()) args = std::move(parsed);
+          }
+        }
+      }
+      n["tool_calls"] = std::move(calls);
+    } else {
+      n[k] = v;
+    }
+  }
+  if (!n.contains("content")) n["content"] = "";
+  return n;
+}
+
+void check_message(const json& m, const std::string& where) {
+  if (!m.is_object()) fail("{}: expected an object", where);
+  if (!m.contains("role") || !m["role"].is_string()) fail("{}.role: expected a string", where);
+}
+
+// A message normalisation would leave as it is (the common case: role and string content).
+bool already_normal(const json& m) {
+  if (m.size() != 2) return false;
+  auto role = m.find("role");
+  auto content = m.find("content");
+  return role != m.end() && content != m.end() && content->is_string() &&
+         role->get_ref<const std::string&>() != "developer";
+}
+
+}  // namespace
+
 json normalize_messages(const json& messages) {
   if (!messages.is_array()) fail("messages: expected an array");
   if (messages.empty()) fail("messages: the conversation is empty");
   json out = json::array();
   for (size_t i = 0; i < messages.size(); ++i) {
     const std::string where = fmt::format("messages[{}]", i);
-    const json& m = messages[i];
-    if (!m.is_object()) fail("{}: expected an object", where);
-    if (!m.contains("role") || !m["role"].is_string()) fail("{}.role: expected a string", where);
-    json n = json::object();
-    for (const auto& [k, v] : m.items()) {
-      if (k == "role") {
-        const std::string role = v.get<std::string>();
-        n["role"] = role == "developer" ? "system" : role;
-      } else if (k == "content") {
-        n["content"] = content_text(v, where);
-      } else if (k == "reasoning_content") {
-        if (!v.is_null() && !v.is_string()) fail("{}.reasoning_content: expected a string", where);
-        n[k] = v;
-      } else if (k == "tool_calls") {
-        if (v.is_null()) continue;
-        if (!v.is_array()) fail("{}.tool_calls: expected an array", where);
-        json calls = v;
-        for (size_t j = 0; j < calls.size(); ++j) {
-          json& c = calls[j];
-          if (!c.is_object()) fail("{}.tool_calls[{}]: expected an object", where, j);
-          if (c.contains("function") && c["function"].is_object()) {
-            json& args = c["function"]["arguments"];
-            // OpenAI sends arguments as a JSON string; templates expect an object.
-            if (args.is_string()) {
-              json parsed = json::parse(args.get<std::string>(), nullptr, false);
-              if (!parsed.is_discarded() && parsed.is_object()) args = std::move(parsed);
-            }
-          }
-        }
-        n["tool_calls"] = std::move(calls);
-      } else {
-        n[k] = v;
-      }
-    }
-    if (!n.contains("content")) n["content"] = "";
-    out.push_back(std::move(n));
+    check_message(messages[i], where);
+    out.push_back(normalize_message(messages[i], where));
   }
   return out;
 }
@@ -102,19 +122,42 @@ ChatFormatter::ChatFormatter(std::optional<std::string> template_source, std::st
 
 Rendered ChatFormatter::format(const json& messages, const json& tools, bool add_generation_prompt,
                                const json& kwargs, const RenderOptions& options) const {
-  json ctx = json::object();
-  ctx["messages"] = normalize_messages(messages);
+  if (!messages.is_array()) fail("messages: expected an array");
+  if (messages.empty()) fail("messages: the conversation is empty");
   if (!tools.is_null() && !tools.is_array()) fail("tools: expected an array or null");
-  ctx["tools"] = tools.is_array() && !tools.empty() ? tools : json(nullptr);
-  ctx["documents"] = nullptr;
-  ctx["add_generation_prompt"] = add_generation_prompt;
-  if (!bos_.empty()) ctx["bos_token"] = bos_;
-  if (!eos_.empty()) ctx["eos_token"] = eos_;
-  if (!kwargs.is_null()) {
-    if (!kwargs.is_object()) fail("chat_template_kwargs: expected an object");
-    for (const auto& [k, v] : kwargs.items()) ctx[k] = v;
+  if (!kwargs.is_null() && !kwargs.is_object()) fail("chat_template_kwargs: expected an object");
+  std::vector<Value> msgs;
+  msgs.reserve(messages.size());
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const json& m = messages[i];
+    if (m.is_object() && already_normal(m) && m["role"].is_string()) {
+      msgs.push_back(Value::from_json(m));
+    } else {
+      const std::string where = fmt::format("messages[{}]", i);
+      check_message(m, where);
+      msgs.push_back(Value::from_json(normalize_message(m, where)));
+    }
   }
-  return template_.render(ctx, options);
+  Variables vars;
+  vars.reserve(8 + (kwargs.is_object() ? kwargs.size() : 0));
+  auto set = [&vars](const std::string& k, Value v) {
+    for (auto& kv : vars) {
+      if (kv.first == k) {
+        kv.second = std::move(v);
+        return;
+      }
+    }
+    vars.emplace_back(k, std::move(v));
+  };
+  set("messages", Value::list(std::move(msgs)));
+  set("tools", tools.is_array() && !tools.empty() ? Value::from_json(tools) : Value::none());
+  set("documents", Value::none());
+  set("add_generation_prompt", Value::boolean(add_generation_prompt));
+  if (!bos_.empty()) set("bos_token", Value::string(bos_));
+  if (!eos_.empty()) set("eos_token", Value::string(eos_));
+  if (kwargs.is_object())
+    for (const auto& [k, v] : kwargs.items()) set(k, Value::from_json(v));
+  return template_.render(std::move(vars), options);
 }
 
 ReasoningSplitter ChatFormatter::reasoning_splitter(const Rendered& prompt) const {

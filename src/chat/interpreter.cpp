@@ -67,13 +67,20 @@ void Interpreter::check_size(size_t bytes) {
 Rendered Interpreter::run(const nlohmann::ordered_json& context) {
   if (!context.is_object() && !context.is_null())
     throw TemplateError(Kind::Runtime, {1, 1}, "the render context must be a JSON object");
+  Variables vars;
   if (context.is_object()) {
-    root_.vars.reserve(context.size() + 8);
-    for (const auto& [k, v] : context.items()) {
-      bool special = false;
-      for (const auto& name : opt_.special_variables) special = special || name == k;
-      root_.vars.emplace_back(k, Value::from_json(v, special && v.is_string()));
-    }
+    vars.reserve(context.size());
+    for (const auto& [k, v] : context.items()) vars.emplace_back(k, Value::from_json(v));
+  }
+  return run(std::move(vars));
+}
+
+Rendered Interpreter::run(Variables vars) {
+  root_.vars = std::move(vars);
+  for (auto& [k, v] : root_.vars) {
+    if (!v.is_string() || v.str_ref().fully_trusted()) continue;
+    for (const auto& name : opt_.special_variables)
+      if (name == k) v = Value::string(v.str(), true);
   }
   outs_.emplace_back();
   outs_.back().text.reserve(4096);
@@ -92,7 +99,13 @@ void Interpreter::emit_text(const std::string& text) {
     fail(Kind::Limit, "the output would exceed " + std::to_string(opt_.limits.max_output_bytes) +
                           " bytes (Limits::max_output_bytes)");
   o.text += text;
-  if (!text.empty()) append_ranges(o.ranges, at, Ranges{{0, static_cast<uint32_t>(text.size())}});
+  if (text.empty()) return;
+  const auto first = static_cast<uint32_t>(at), second = static_cast<uint32_t>(at + text.size());
+  if (!o.ranges.empty() && o.ranges.back().second == first) {
+    o.ranges.back().second = second;
+  } else {
+    o.ranges.push_back({first, second});
+  }
 }
 
 void Interpreter::emit(const Value& v) {
@@ -795,6 +808,42 @@ Value Interpreter::eval_call(const Expr& e, Scope& scope) {
   return call(fn, args);
 }
 
+// a + b + c + ...: strings are appended into one buffer instead of a new string per `+`;
+// operands are evaluated in order and any non-string step goes through binary(), so values
+// and errors are those of the pairwise evaluation.
+Value Interpreter::eval_plus_chain(const Expr& e, Scope& scope) {
+  std::vector<const Expr*> chain;
+  const Expr* cur = &e;
+  while (cur->kind == Expr::Kind::Binary && cur->op == "+" && chain.size() < 256) {
+    chain.push_back(cur);
+    cur = cur->args[0].get();
+  }
+  Value acc = eval(*cur, scope);
+  std::shared_ptr<StrData> buf;  // the accumulated string while every operand is a string
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    Value b = eval(*(*it)->args[1], scope);
+    if (b.is_string() && (buf || acc.is_string())) {
+      if (!buf) {
+        buf = std::make_shared<StrData>(acc.str_ref());
+        acc = Value();
+      }
+      const StrData& y = b.str_ref();
+      loc_ = (*it)->loc;
+      check_size(buf->s.size() + y.s.size());
+      append_ranges(buf->trusted, buf->s.size(), y.trusted);
+      buf->s += y.s;
+      continue;
+    }
+    if (buf) {
+      acc = Value::string(std::move(buf));
+      buf.reset();
+    }
+    acc = binary("+", acc, b, (*it)->loc);
+  }
+  if (buf) return Value::string(std::move(buf));
+  return acc;
+}
+
 Value Interpreter::eval(const Expr& e, Scope& scope) {
   struct DepthGuard {
     int& d;
@@ -867,6 +916,7 @@ Value Interpreter::eval(const Expr& e, Scope& scope) {
       return eval(*e.args[1], scope);
     }
     case Expr::Kind::Binary: {
+      if (e.op == "+") return eval_plus_chain(e, scope);
       Value a = eval(*e.args[0], scope);
       Value b = eval(*e.args[1], scope);
       return binary(e.op, a, b, e.loc);

@@ -17,6 +17,7 @@ class Interpreter {
  public:
   Interpreter(const Program& program, const RenderOptions& options);
   Rendered run(const nlohmann::ordered_json& context);
+  Rendered run(Variables vars);
 
   [[noreturn]] void fail(TemplateError::Kind kind, const std::string& message) const;
   // Counts work against Limits::max_work.
@@ -52,6 +53,7 @@ class Interpreter {
 
   Value eval(const Expr& e, Scope& scope);
   Value eval_name(const Expr& e, Scope& scope);
+  Value eval_plus_chain(const Expr& e, Scope& scope);
   Value eval_call(const Expr& e, Scope& scope);
   void eval_args(const Expr& e, size_t first, Scope& scope, CallArgs& out);
   Value get_attr(const Value& obj, const std::string& name, Location loc);

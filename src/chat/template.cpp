@@ -18,6 +18,11 @@ Rendered Template::render(const nlohmann::ordered_json& context,
   return in.run(context);
 }
 
+Rendered Template::render(Variables variables, const RenderOptions& options) const {
+  Interpreter in(*program_, options);
+  return in.run(std::move(variables));
+}
+
 std::function<std::tm()> fixed_clock(int year, int month, int day, int hour, int minute,
                                      int second) {
   std::tm tm{};

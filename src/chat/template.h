@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "chat/template_error.h"
+#include "chat/value.h"
 
 namespace hearth::chat {
 
@@ -48,11 +49,15 @@ struct Rendered {
 };
 
 struct Program;
+// Template variables as values (see Value::from_json), in the order given.
+using Variables = std::vector<std::pair<std::string, Value>>;
 
 class Template {
  public:
   static Template parse(std::string source);
   Rendered render(const nlohmann::ordered_json& context, const RenderOptions& options = {}) const;
+  // The same with the variables already converted (no JSON copy; the formatter's path).
+  Rendered render(Variables variables, const RenderOptions& options = {}) const;
   const std::string& source() const { return source_; }
 
  private:
