@@ -6,7 +6,7 @@
 #include "engine/stop_matcher.h"
 
 #include "model/forward.h"
-#include "sampling/basic_sampler.h"
+#include "sampling/sampler.h"
 #include "tokenizer/detokenizer.h"
 #include "util/error.h"
 #include "util/system.h"
@@ -41,7 +41,7 @@ struct Engine::Sequence {
   std::vector<uint32_t> text_ends;
   size_t n_lead = 0;  // tokens added before the prompt text (BOS)
   bool admitted_once = false;
-  BasicSampler sampler;
+  Sampler sampler;
   StreamingDetokenizer detok;
   StopMatcher stops;
   RequestStats stats;
@@ -50,9 +50,9 @@ struct Engine::Sequence {
   bool cancelled = false;
   int64_t admitted = 0;  // admission order (preemption picks the newest)
 
-  Sequence(GenerationRequest r, const Tokenizer& t)
+  Sequence(GenerationRequest r, const Tokenizer& t, const VocabAccess& v)
       : req(std::move(r)),
-        sampler(req.temperature, req.seed),
+        sampler(*req.sampling, v),
         detok(t.streaming_detokenizer()),
         stops(req.stop) {}
   void emit(const EngineEvent& e) const {
@@ -105,12 +105,27 @@ bool piece_ends(const Tokenizer& tok, std::span<const int32_t> tokens, std::stri
   return at == text.size();
 }
 
+// The plain chain of requests without `sampling`: softmax(logits / T), greedy at T = 0.
+SamplerParams plain_sampling(const GenerationRequest& r) {
+  SamplerParams p;
+  p.temperature = r.temperature;
+  p.seed = r.seed;
+  p.top_k = 0;
+  p.top_p = 1.0f;
+  p.min_p = 0.0f;
+  p.n_probs = r.n_probs;
+  return p;
+}
+
 }  // namespace
 
 Engine::Engine(const Model& model, const Tokenizer& tokenizer, EngineOptions options,
                ops::ThreadPool& pool)
     : model_(model),
       tok_(tokenizer),
+      vocab_access_{static_cast<int32_t>(model.hparams().n_vocab),
+                    [this](int32_t id) { return tok_.token_to_piece(id, true); },
+                    [this](std::string_view text) { return tok_.encode(text, false, false); }},
       opt_(options),
       fwd_(model, pool),
       kv_(kv_layout_for(model.hparams(), options.kv_type, options.kv_block_tokens),
@@ -174,7 +189,13 @@ SubmitResult Engine::submit(GenerationRequest request) {
   if (need_blocks > kv_.n_blocks())
     return {-1, fmt::format("the prompt needs {} KV blocks; the pool has {}", need_blocks,
                             kv_.n_blocks())};
-  auto s = std::make_unique<Sequence>(std::move(request), tok_);
+  if (!request.sampling) request.sampling = plain_sampling(request);
+  std::unique_ptr<Sequence> s;
+  try {
+    s = std::make_unique<Sequence>(std::move(request), tok_, vocab_access_);
+  } catch (const Error& e) {
+    return {-1, e.what()};
+  }
   s->tokens = s->req.prompt;
   s->has_text = has_text;
   s->n_lead = n_lead;
@@ -482,8 +503,10 @@ bool Engine::step() {
   std::vector<Sequence*> done;
   for (size_t i = 0; i < plan.size(); ++i) {
     Sequence& s = *plan[i].first;
+    const bool decode = plan[i].second == 1 && s.stats.generated_tokens > 0 &&
+                        s.n_computed + 1 == static_cast<int64_t>(s.tokens.size());
     s.n_computed += plan[i].second;
-    s.stats.prefilled_tokens += plan[i].second;
+    if (!decode) s.stats.prefilled_tokens += plan[i].second;
     if (batch[i].logits == Logits::None) continue;
     const std::span<const float> l(logits.data() + row * V, V);
     ++row;
@@ -493,7 +516,10 @@ bool Engine::step() {
       continue;
     }
     if (s.req.on_logits) s.req.on_logits(l);
-    const int32_t id = s.sampler.sample(l);
+    if (s.stats.generated_tokens == 0) s.sampler.set_history(s.tokens);  // the prompt counts
+    const SampleResult r = s.sampler.sample(l);
+    const int32_t id = r.token;
+    s.sampler.accept(id);
     if (s.stats.generated_tokens == 0) {
       s.first_token = Clock::now();
       s.stats.ttft_ms =
@@ -509,6 +535,11 @@ bool Engine::step() {
     EngineEvent e;
     e.request_id = s.id;
     e.token = id;
+    if (s.req.sampling->n_probs > 0) {
+      e.logprob = r.logprob;
+      e.top_logprobs.reserve(r.top_logprobs.size());
+      for (const LogprobEntry& t : r.top_logprobs) e.top_logprobs.push_back({t.token, t.logprob});
+    }
     if (!eog) e.text = s.stops.push(s.detok.push(id));
     s.emit(e);
     if (eog || s.stops.stopped()) {

@@ -23,6 +23,7 @@
 #include "kv/prefix_cache.h"
 #include "model/batch_forward.h"
 #include "ops/thread_pool.h"
+#include "sampling/vocab_access.h"
 #include "tokenizer/tokenizer.h"
 
 namespace hearth {
@@ -100,6 +101,7 @@ class Engine {
 
   const Model& model_;
   const Tokenizer& tok_;
+  VocabAccess vocab_access_;  // what samplers need of the vocabulary
   EngineOptions opt_;
   BatchForward fwd_;
   BlockPool kv_;

@@ -3,10 +3,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "sampling/params.h"
 
 namespace hearth {
 
@@ -16,7 +19,7 @@ const char* finish_reason_name(FinishReason r);
 struct RequestStats {
   int64_t prompt_tokens = 0;
   int64_t cached_tokens = 0;     // prompt tokens whose K/V came from the prefix cache
-  int64_t prefilled_tokens = 0;  // tokens computed for this request (recomputation included)
+  int64_t prefilled_tokens = 0;  // prompt tokens computed (not cached), recomputation included
   int64_t generated_tokens = 0;
   int64_t preemptions = 0;
   double queue_ms = 0;   // submit -> first scheduled
@@ -57,12 +60,15 @@ struct TextPrompt {
 struct GenerationRequest {
   std::vector<int32_t> prompt;  // token ids (already templated and tokenized), or
   TextPrompt prompt_text;       // used when `prompt` is empty
-  float temperature = 0.0f;     // 0 = greedy
+  // The sampler chain (sampling/params.h; llama-server's names and defaults). When absent, a
+  // plain one is built from the three fields below: softmax(logits / temperature), greedy at 0.
+  std::optional<SamplerParams> sampling;
+  float temperature = 0.0f;
   uint64_t seed = 0;
   int64_t max_tokens = 128;
   bool stop_at_eog = true;        // end on the vocabulary's end-of-generation tokens
   std::vector<std::string> stop;  // stop strings (matched across token boundaries; not emitted)
-  int32_t n_probs = 0;            // report the chosen token's logprob and the top n
+  int32_t n_probs = 0;  // (without `sampling`) report the chosen token's logprob and the top n
   // Called on the engine's thread; must not block for long.
   std::function<void(const EngineEvent&)> on_event;
   // Tests and evaluation: the logits row each generated token is sampled from.
