@@ -70,7 +70,11 @@ Rendered Interpreter::run(const nlohmann::ordered_json& context) {
   Variables vars;
   if (context.is_object()) {
     vars.reserve(context.size());
-    for (const auto& [k, v] : context.items()) vars.emplace_back(k, Value::from_json(v));
+    try {
+      for (const auto& [k, v] : context.items()) vars.emplace_back(k, Value::from_json(v));
+    } catch (const hearth::Error& e) {
+      throw TemplateError(Kind::Runtime, {1, 1}, std::string("render context: ") + e.what());
+    }
   }
   return run(std::move(vars));
 }
@@ -84,7 +88,13 @@ Rendered Interpreter::run(Variables vars) {
   }
   outs_.emplace_back();
   outs_.back().text.reserve(4096);
-  exec(program_.body, root_);
+  try {
+    exec(program_.body, root_);
+  } catch (const TemplateError&) {
+    throw;
+  } catch (const hearth::Error& e) {  // from values (nesting) or JSON dumping: add the location
+    throw TemplateError(Kind::Runtime, loc_, e.what());
+  }
   Rendered r;
   r.text = std::move(outs_.back().text);
   r.special_ok.reserve(outs_.back().ranges.size());
@@ -182,6 +192,8 @@ Interpreter::Flow Interpreter::exec_stmt(const Stmt& s, Scope& scope) {
         loc_ = s.loc;
         if (!ns || !ns->is_dict() || !ns->dict_data().is_namespace)
           fail(Kind::Runtime, "cannot assign attribute on non-namespace object");
+        charge(64);
+        if (reaches(v, &ns->dict_data())) fail(Kind::Runtime, "a namespace cannot contain itself");
         ns->dict_data().set(s.target_attr, std::move(v));
       } else if (s.targets.size() == 1) {
         scope.set(s.targets[0], std::move(v));
@@ -850,7 +862,7 @@ Value Interpreter::eval(const Expr& e, Scope& scope) {
     explicit DepthGuard(int& depth) : d(depth) { ++d; }
     ~DepthGuard() { --d; }
   } guard(eval_depth_);
-  if (eval_depth_ > 2000) {
+  if (eval_depth_ > 1000) {
     loc_ = e.loc;
     fail(Kind::Limit, "expression evaluation nested too deeply");
   }

@@ -279,6 +279,7 @@ bool has_method(const Value& obj, std::string_view name) {
 Value bound_method(const Value& obj, std::string_view name) {
   auto c = std::make_shared<Callable>();
   c->name = std::string(name);
+  c->bound_self = obj;
   Value self = obj;
   std::string n(name);
   c->fn = [self, n](Interpreter& in, CallArgs& a) { return call_method(in, self, n, a); };

@@ -49,10 +49,55 @@ Value Value::string(std::shared_ptr<const StrData> s) {
   v.ptr_ = std::const_pointer_cast<StrData>(std::move(s));
   return v;
 }
+uint32_t nesting_depth(const Value& v) {
+  switch (v.type()) {
+    case Value::Type::List:
+      return v.list_data().depth;
+    case Value::Type::Dict:
+      return v.dict_data().depth;
+    case Value::Type::Loop: {
+      uint32_t d = 0;
+      for (const auto& x : v.loop_data().items) d = std::max(d, nesting_depth(x));
+      return d + 1;
+    }
+    case Value::Type::Callable:
+      return nesting_depth(v.callable_data().bound_self) + 1;
+    default:
+      return 0;
+  }
+}
+
+bool reaches(const Value& v, const DictData* target, int depth) {
+  if (depth > static_cast<int>(kMaxNesting) + 2) return true;
+  switch (v.type()) {
+    case Value::Type::List:
+      for (const auto& x : v.list_data().items)
+        if (reaches(x, target, depth + 1)) return true;
+      return false;
+    case Value::Type::Dict:
+      if (&v.dict_data() == target) return true;
+      for (const auto& kv : v.dict_data().items)
+        if (reaches(kv.second, target, depth + 1)) return true;
+      return false;
+    case Value::Type::Loop:
+      for (const auto& x : v.loop_data().items)
+        if (reaches(x, target, depth + 1)) return true;
+      return false;
+    case Value::Type::Callable:
+      return reaches(v.callable_data().bound_self, target, depth + 1);
+    default:
+      return false;
+  }
+}
+
 Value Value::list(std::vector<Value> items) {
+  uint32_t depth = 0;
+  for (const auto& x : items) depth = std::max(depth, nesting_depth(x));
+  if (depth + 1 > kMaxNesting) fail("values nested more than {} levels deep", kMaxNesting);
   Value v;
   v.type_ = Type::List;
   auto l = std::make_shared<ListData>();
+  l->depth = depth + 1;
   l->items = std::move(items);
   v.ptr_ = std::move(l);
   return v;
@@ -119,7 +164,12 @@ Value Value::from_json(const nlohmann::ordered_json& j, bool trusted_strings) {
       Value d = dict();
       auto& items = d.dict_data().items;
       items.reserve(j.size());
-      for (const auto& [k, e] : j.items()) items.emplace_back(k, from_json(e, trusted_strings));
+      for (const auto& [k, e] : j.items()) {
+        items.emplace_back(k, from_json(e, trusted_strings));
+        d.dict_data().depth = std::max(d.dict_data().depth, nesting_depth(items.back().second) + 1);
+      }
+      if (d.dict_data().depth > kMaxNesting)
+        fail("values nested more than {} levels deep", kMaxNesting);
       return d;
     }
     default:
@@ -232,9 +282,13 @@ void repr_string(std::string& out, std::string_view s) {
   out += q;
 }
 
-void repr_into(std::string& out, const Value& v);
+void repr_into(std::string& out, const Value& v, int depth);
 
-void str_into(std::string& out, const Value& v) {
+void str_into(std::string& out, const Value& v, int depth = 0) {
+  if (depth > 256) {  // deeper than any real data; keeps the recursion bounded
+    out += "...";
+    return;
+  }
   switch (v.type()) {
     case Value::Type::Undefined:
       return;
@@ -262,7 +316,7 @@ void str_into(std::string& out, const Value& v) {
       out += l.is_tuple ? '(' : '[';
       for (size_t i = 0; i < l.items.size(); ++i) {
         if (i) out += ", ";
-        repr_into(out, l.items[i]);
+        repr_into(out, l.items[i], depth + 1);
       }
       if (l.is_tuple && l.items.size() == 1) out += ',';
       out += l.is_tuple ? ')' : ']';
@@ -275,7 +329,7 @@ void str_into(std::string& out, const Value& v) {
         for (size_t i = 0; i < d.items.size(); ++i) {
           if (i) out += ", ";
           out += d.items[i].first + "=";
-          repr_into(out, d.items[i].second);
+          repr_into(out, d.items[i].second, depth + 1);
         }
         out += ">";
         return;
@@ -285,7 +339,7 @@ void str_into(std::string& out, const Value& v) {
         if (i) out += ", ";
         repr_string(out, d.items[i].first);
         out += ": ";
-        repr_into(out, d.items[i].second);
+        repr_into(out, d.items[i].second, depth + 1);
       }
       out += '}';
       return;
@@ -299,13 +353,13 @@ void str_into(std::string& out, const Value& v) {
   }
 }
 
-void repr_into(std::string& out, const Value& v) {
+void repr_into(std::string& out, const Value& v, int depth) {
   if (v.is_string()) {
     repr_string(out, v.str());
   } else if (v.is_undefined()) {
     out += "Undefined";
   } else {
-    str_into(out, v);
+    str_into(out, v, depth);
   }
 }
 
@@ -320,7 +374,7 @@ std::string Value::to_str() const {
 
 std::string Value::repr() const {
   std::string out;
-  repr_into(out, *this);
+  repr_into(out, *this, 0);
   return out;
 }
 
@@ -390,6 +444,9 @@ Value* DictData::find(std::string_view key) {
   return nullptr;
 }
 void DictData::set(std::string key, Value v) {
+  const uint32_t d = nesting_depth(v) + 1;
+  if (d > kMaxNesting) fail("values nested more than {} levels deep", kMaxNesting);
+  depth = std::max(depth, d);
   if (Value* e = find(key)) {
     *e = std::move(v);
   } else {
@@ -422,8 +479,9 @@ const Value* CallArgs::kw(std::string_view name) const {
   return nullptr;
 }
 
-bool py_equal(const Value& a, const Value& b) {
+bool py_equal(const Value& a, const Value& b, int depth) {
   using T = Value::Type;
+  if (depth > 256) return false;  // bounded recursion (no real data nests this deep)
   if (a.is_number() && b.is_number()) {
     if (a.is_float() || b.is_float()) return a.as_float() == b.as_float();
     return a.as_int() == b.as_int();
@@ -442,7 +500,7 @@ bool py_equal(const Value& a, const Value& b) {
       if (x.is_generator || y.is_generator || x.is_tuple != y.is_tuple) return false;
       if (x.items.size() != y.items.size()) return false;
       for (size_t i = 0; i < x.items.size(); ++i)
-        if (!py_equal(x.items[i], y.items[i])) return false;
+        if (!py_equal(x.items[i], y.items[i], depth + 1)) return false;
       return true;
     }
     case T::Dict: {
@@ -453,7 +511,7 @@ bool py_equal(const Value& a, const Value& b) {
       if (x.items.size() != y.items.size()) return false;
       for (const auto& [k, v] : x.items) {
         const Value* o = y.find(k);
-        if (!o || !py_equal(v, *o)) return false;
+        if (!o || !py_equal(v, *o, depth + 1)) return false;
       }
       return true;
     }

@@ -116,8 +116,14 @@ class Value {
   std::shared_ptr<void> ptr_;  // StrData (String; the name for Undefined), ListData, ...
 };
 
+// Containers nest at most this deep (bounded recursion when printing, comparing, freeing).
+inline constexpr uint32_t kMaxNesting = 512;
+// 0 for scalars; 1 + the deepest item for containers.
+uint32_t nesting_depth(const Value& v);
+
 struct ListData {
   std::vector<Value> items;
+  uint32_t depth = 1;
   bool is_tuple = false;
   bool is_generator = false;  // map/select/... results: no len(), no indexing, not JSON
 };
@@ -125,10 +131,11 @@ struct ListData {
 // Insertion-ordered; small dicts dominate, so lookups scan.
 struct DictData {
   std::vector<std::pair<std::string, Value>> items;
+  uint32_t depth = 1;
   bool is_namespace = false;
   const Value* find(std::string_view key) const;
   Value* find(std::string_view key);
-  void set(std::string key, Value v);
+  void set(std::string key, Value v);  // throws hearth::Error beyond kMaxNesting
 };
 
 struct LoopData {
@@ -147,11 +154,15 @@ struct CallArgs {
 
 struct Callable {
   std::string name;
+  Value bound_self;  // a bound method's object (visible to cycle checks)
   std::function<Value(Interpreter&, CallArgs&)> fn;
 };
 
+// Whether `v` holds (directly or nested) the container `target` (before making ns.attr = v).
+bool reaches(const Value& v, const DictData* target, int depth = 0);
+
 // Python equality (1 == 1.0 == True, element-wise containers, Undefined == Undefined).
-bool py_equal(const Value& a, const Value& b);
+bool py_equal(const Value& a, const Value& b, int depth = 0);
 // Python repr of a float (shortest round trip: 1.0, 0.5, 1e-05).
 std::string py_float_repr(double d);
 // Python json.dumps(value, ensure_ascii=False, indent=indent, separators=default,

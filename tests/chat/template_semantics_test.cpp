@@ -117,6 +117,15 @@ TEST(TemplateSemantics, LimitsStopHostileTemplates) {
       EXPECT_EQ(e.kind(), TemplateError::Kind::Limit) << e.what();
     }
   }
+  // Values cannot nest without bound or contain themselves (bounded recursion, no leaks).
+  for (const char* src : {
+           "{% set ns = namespace(x=[]) %}{% for i in range(900) %}{% set ns.x = [ns.x] %}"
+           "{% endfor %}{{ ns.x | length }}",
+           "{% set ns = namespace() %}{% set ns.me = [1, {'a': ns}] %}",
+           "{% set ns = namespace() %}{% set ns.f = [ns].count %}"}) {
+    SCOPED_TRACE(src);
+    EXPECT_THROW(render(src, json::object(), opt), TemplateError);
+  }
   // Deep nesting is refused by the parser instead of overflowing the stack.
   EXPECT_THROW(
       Template::parse("{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}"),
