@@ -1,4 +1,4 @@
-// `hearth run -m MODEL -p PROMPT -n N [--temp T] [--seed S]`: one completion, streamed to
+// `hearth run -m MODEL -p PROMPT -n N [sampler options]`: one completion, streamed to
 // stdout. Statistics go to stderr so stdout is exactly the generated text.
 #include <unistd.h>
 
@@ -7,10 +7,11 @@
 #include <random>
 
 #include "cli/commands.h"
+#include "cli/sampler_options.h"
 #include "engine/engine.h"
 #include "model/reference_forward.h"
 #include "model/weights.h"
-#include "sampling/basic_sampler.h"
+#include "sampling/sampler.h"
 #include "tokenizer/detokenizer.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -24,8 +25,8 @@ struct RunOptions {
   std::string prompt;
   std::string prompt_file;
   int64_t n_predict = 128;
-  float temperature = 0.8f;
-  int64_t seed = -1;
+  SamplerParams sampling;
+  std::vector<std::string> stop;
   int64_t n_ctx = 0;
   bool verbose = false;
   int threads = 2;
@@ -66,7 +67,13 @@ int run(const RunOptions& o) {
     fail("the prompt has {} tokens, which does not fit the context of {} (use --ctx)", ids.size(),
          n_ctx);
   if (o.n_predict < 0) fail("-n must be >= 0, got {}", o.n_predict);
-  const uint64_t seed = o.seed >= 0 ? static_cast<uint64_t>(o.seed) : std::random_device{}();
+  validate(o.sampling);
+  SamplerParams sampling = o.sampling;
+  if (!sampling.seed) sampling.seed = std::random_device{}();
+  const uint64_t seed = *sampling.seed;
+  const VocabAccess vocab{static_cast<int32_t>(hp.n_vocab),
+                          [&](int32_t id) { return tok.token_to_piece(id, true); },
+                          [&](std::string_view t) { return tok.encode(t, false, false); }};
 
   auto kv = type_from_name(o.kv_type);
   if (!kv) fail("unknown KV type '{}' (f32, f16, q8_0)", o.kv_type);
@@ -77,12 +84,14 @@ int run(const RunOptions& o) {
   if (o.reference) {
     // The plain f32 oracle, token by token.
     ReferenceForward fwd(*model, n_ctx);
-    BasicSampler sampler(o.temperature, seed);
+    Sampler sampler(sampling, vocab);
+    sampler.set_history(ids);
     StreamingDetokenizer detok = tok.streaming_detokenizer();
     std::vector<float> logits = fwd.eval(ids);
     ttft_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_start).count();
     while (n_gen < o.n_predict) {
-      const int32_t id = sampler.sample(logits);
+      const int32_t id = sampler.sample(logits).token;
+      sampler.accept(id);
       ++n_gen;
       if (tok.is_eog(id)) {
         stop = "stop";
@@ -113,8 +122,8 @@ int run(const RunOptions& o) {
     Engine engine(*model, tok, eo, pool);
     GenerationRequest req;
     req.prompt = ids;
-    req.temperature = o.temperature;
-    req.seed = seed;
+    req.sampling = sampling;
+    req.stop = o.stop;
     req.max_tokens = o.n_predict;
     req.on_event = [&](const EngineEvent& e) {
       if (e.kind == EngineEvent::Kind::Token) {
@@ -160,8 +169,8 @@ void add_run(CLI::App& app, Context& ctx) {
   cmd->add_option("-p,--prompt", o->prompt, "Prompt text (special-token text is parsed)");
   cmd->add_option("-f,--file", o->prompt_file, "Read the prompt from a file");
   cmd->add_option("-n,--n-predict", o->n_predict, "Tokens to generate")->capture_default_str();
-  cmd->add_option("--temp", o->temperature, "Temperature (0 = greedy)")->capture_default_str();
-  cmd->add_option("--seed", o->seed, "Random seed (-1 = random)")->capture_default_str();
+  add_sampler_options(cmd, o->sampling);
+  cmd->add_option("--stop", o->stop, "Stop string (repeatable; not printed)");
   cmd->add_option("-c,--ctx", o->n_ctx, "Context size (default: min(training context, 4096))");
   cmd->add_flag("-v,--verbose", o->verbose, "Print timing statistics to stderr");
   cmd->add_option("-t,--threads", o->threads, "Threads")
