@@ -41,6 +41,7 @@ struct Engine::Sequence {
   std::vector<uint32_t> text_ends;
   size_t n_lead = 0;  // tokens added before the prompt text (BOS)
   bool admitted_once = false;
+  bool completing = false;  // finished; its last token still goes through the model for the cache
   Sampler sampler;
   StreamingDetokenizer detok;
   StopMatcher stops;
@@ -157,6 +158,7 @@ Engine::~Engine() {
   stop();
   // Sequences still here hold blocks: give them back before the cache flushes and goes.
   for (auto& s : running_) release_to_cache(*s);
+  for (auto& s : completing_) release_to_cache(*s);
   cache_.reset();
   disk_.reset();
 }
@@ -249,6 +251,11 @@ void Engine::finish(Sequence& s, FinishReason reason, const std::string& error) 
   if (reason == FinishReason::Error) {  // the blocks' contents are not trusted
     for (int32_t b : s.blocks) kv_.release(b);
     s.blocks.clear();
+  } else if (cache_ && (reason == FinishReason::Stop || reason == FinishReason::Length) &&
+             s.n_computed > 0 && s.n_computed + 1 == static_cast<int64_t>(s.tokens.size())) {
+    // The last sampled token has no K/V yet; the next turn of the conversation starts with
+    // it, so it runs in the next step (no logits), and then the whole sequence is cached.
+    s.completing = true;
   } else {
     release_to_cache(s);
   }
@@ -401,7 +408,7 @@ bool Engine::step() {
       running_.pop_back();
     }
   }
-  if (running_.empty()) {
+  if (running_.empty() && completing_.empty()) {
     publish_metrics();
     return !waiting_.empty();
   }
@@ -413,6 +420,17 @@ bool Engine::step() {
   std::vector<std::pair<Sequence*, int64_t>> plan;  // sequence, tokens this step
   std::vector<Sequence*> prefill;
   int64_t budget = opt_.step_tokens;
+  for (auto it = completing_.begin(); it != completing_.end();) {
+    Sequence& s = **it;
+    if (ensure_blocks(s, s.n_computed + 1) && make_writable(s)) {
+      plan.emplace_back(&s, 1);
+      --budget;
+      ++it;
+    } else {  // no room: cache what it has
+      release_to_cache(s);
+      it = completing_.erase(it);
+    }
+  }
   for (auto& sp : running_) {
     Sequence& s = *sp;
     const int64_t remaining = static_cast<int64_t>(s.tokens.size()) - s.n_computed;
@@ -472,7 +490,7 @@ bool Engine::step() {
   std::vector<SeqBatch> batch;
   batch.reserve(plan.size());
   for (auto& [s, n] : plan) {
-    const bool last = s->n_computed + n == static_cast<int64_t>(s->tokens.size());
+    const bool last = s->n_computed + n == static_cast<int64_t>(s->tokens.size()) && !s->completing;
     batch.push_back(
         {std::span(s->tokens).subspan(static_cast<size_t>(s->n_computed), static_cast<size_t>(n)),
          s->n_computed, s->blocks, last ? Logits::Last : Logits::None});
@@ -487,6 +505,9 @@ bool Engine::step() {
     logits = fwd_.forward(batch, kv_.arena());
   } catch (const Error& e) {
     for (auto& [s, n] : plan) s->cancelled = true;  // finished with an error below
+    for (auto& c : completing_)
+      for (int32_t b : c->blocks) kv_.release(b);
+    completing_.clear();
     for (auto it = running_.begin(); it != running_.end();) {
       if ((*it)->cancelled) {
         finish(**it, FinishReason::Error, e.what());
@@ -503,6 +524,11 @@ bool Engine::step() {
   std::vector<Sequence*> done;
   for (size_t i = 0; i < plan.size(); ++i) {
     Sequence& s = *plan[i].first;
+    if (s.completing) {
+      s.n_computed += 1;
+      release_to_cache(s);
+      continue;
+    }
     const bool decode = plan[i].second == 1 && s.stats.generated_tokens > 0 &&
                         s.n_computed + 1 == static_cast<int64_t>(s.tokens.size());
     s.n_computed += plan[i].second;
@@ -527,8 +553,8 @@ bool Engine::step() {
     }
     ++s.stats.generated_tokens;
     s.tokens.push_back(id);
-    if (s.has_text) {
-      s.text += tok_.token_to_piece(id, false);
+    if (s.has_text) {  // as a template would write it back (control tokens included)
+      s.text += tok_.token_to_piece(id, true);
       s.text_ends.push_back(static_cast<uint32_t>(s.text.size()));
     }
     const bool eog = s.req.stop_at_eog && tok_.is_eog(id);
@@ -553,6 +579,14 @@ bool Engine::step() {
     }
     done.push_back(&s);
   }
+  completing_.erase(std::remove_if(completing_.begin(), completing_.end(),
+                                   [](const auto& c) { return c->blocks.empty(); }),
+                    completing_.end());
+  for (auto& r : running_)
+    if (r->completing) completing_.push_back(std::move(r));
+  running_.erase(
+      std::remove_if(running_.begin(), running_.end(), [](const auto& r) { return r == nullptr; }),
+      running_.end());
   running_.erase(std::remove_if(running_.begin(), running_.end(),
                                 [&](const auto& r) {
                                   return std::find(done.begin(), done.end(), r.get()) != done.end();

@@ -117,6 +117,7 @@ class Engine {
 
   std::deque<std::unique_ptr<Sequence>> waiting_;
   std::vector<std::unique_ptr<Sequence>> running_;
+  std::vector<std::unique_ptr<Sequence>> completing_;  // finished, last token still to cache
   int64_t admit_counter_ = 0;
 
   std::thread thread_;

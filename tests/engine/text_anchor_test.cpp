@@ -83,16 +83,15 @@ TEST(TextAnchor, RetokenizedReplyStillHits) {
                          "<|im_start|>assistant\n";
   const Result r2 = run(e, p2, 4);
   const int64_t p1_tokens = r1.stats.prompt_tokens;
-  // Everything computed in turn 1 is reused: its prompt and all generated tokens but the
-  // last (sampled, never run through the model).
-  EXPECT_EQ(r2.stats.cached_tokens, p1_tokens + n_gen - 1);
+  // Everything of turn 1 is reused: its prompt and every generated token (the last one is run
+  // through the model right after the reply finishes, for the cache).
+  EXPECT_EQ(r2.stats.cached_tokens, p1_tokens + n_gen);
   EXPECT_EQ(r2.stats.prefilled_tokens, r2.stats.prompt_tokens - r2.stats.cached_tokens);
-  const int64_t new_text_tokens = static_cast<int64_t>(
-      tok.encode(tok.token_to_piece(r1.tokens.back()) +
-                     "<|im_end|>\n<|im_start|>user\nAnd three lakes?<|im_end|>\n"
-                     "<|im_start|>assistant\n",
-                 false, true)
-          .size());
+  const int64_t new_text_tokens =
+      static_cast<int64_t>(tok.encode("<|im_end|>\n<|im_start|>user\nAnd three lakes?<|im_end|>\n"
+                                      "<|im_start|>assistant\n",
+                                      false, true)
+                               .size());
   EXPECT_EQ(r2.stats.prefilled_tokens, new_text_tokens);
 
   // By token ids alone, the hit would end where the re-tokenized reply diverges.
