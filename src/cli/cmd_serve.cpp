@@ -1,12 +1,156 @@
-// `hearth serve` (being built: hearth issue 9).
+// `hearth serve [-m MODEL] [--host H] [--port P] ...`: the OpenAI-compatible HTTP server.
+// The port is bound first (so /health answers 503 "loading"), then the model is loaded.
+// SIGINT/SIGTERM: stop accepting, let in-flight requests finish for --grace ms, cancel the rest.
+#include <pthread.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
 #include "cli/commands.h"
+#include "engine/engine.h"
+#include "model/weights.h"
+#include "server/downloader.h"
+#include "server/server.h"
+#include "tokenizer/tokenizer.h"
 #include "util/error.h"
+#include "util/system.h"
 
 namespace hearth::cli {
+namespace {
 
-void add_serve(CLI::App& app, Context& /*ctx*/) {
-  auto* cmd = app.add_subcommand("serve", "(not yet available)");
-  cmd->callback([] { fail("hearth serve is not built yet"); });
+struct ServeOptions {
+  std::string model;
+  std::string alias;
+  server::ServerOptions http;
+  int threads = 2;
+  int64_t n_ctx = 0;
+  int parallel = 8;
+  int max_queued = 64;
+  std::string kv_type = "f16";
+  std::string kv_mem;
+  std::string max_body = "8M";
+  int grace_ms = 5000;
+};
+
+int serve(ServeOptions o) {
+  // Signals are taken synchronously by this thread; every thread started below inherits the
+  // mask, so none of them is interrupted.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  if (o.model.empty()) o.model = server::default_model_path();  // pulls on first use
+
+  auto body = parse_byte_size(o.max_body);
+  if (!body || *body == 0) fail("--max-body '{}' is not a size (e.g. 8M)", o.max_body);
+  o.http.max_body_bytes = *body;
+  auto kv = type_from_name(o.kv_type);
+  if (!kv) fail("unknown KV type '{}' (f32, f16, q8_0, q4_0)", o.kv_type);
+
+  server::Server srv(o.http);
+  const int port = srv.bind();
+  std::thread http([&] { srv.run(); });
+  std::fprintf(stderr, "hearth: listening on http://%s:%d (loading %s)\n", o.http.host.c_str(),
+               port, o.model.c_str());
+
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Tokenizer> tok;
+  std::unique_ptr<ops::ThreadPool> pool;
+  std::unique_ptr<Engine> engine;
+  try {
+    model = Model::load(o.model);
+    tok = std::make_unique<Tokenizer>(Tokenizer::from_gguf(model->file()));
+    const int64_t n_ctx =
+        o.n_ctx > 0 ? o.n_ctx : std::min<int64_t>(model->hparams().n_ctx_train, 4096);
+    EngineOptions eo;
+    eo.max_running = o.parallel;
+    eo.max_queued = o.max_queued;
+    eo.max_seq_tokens = n_ctx;
+    eo.kv_type = *kv;
+    if (!o.kv_mem.empty()) {
+      auto bytes = parse_byte_size(o.kv_mem);
+      if (!bytes || *bytes == 0) fail("--kv-mem '{}' is not a size (e.g. 512M, 2G)", o.kv_mem);
+      eo.kv_bytes = *bytes;
+    }
+    pool = std::make_unique<ops::ThreadPool>(o.threads);
+    engine = std::make_unique<Engine>(*model, *tok, eo, *pool);
+    engine->start();
+    server::ModelInfo info;
+    const std::filesystem::path path(o.model);
+    info.id = o.alias.empty() ? path.filename().string() : o.alias;
+    info.aliases = {o.model, path.filename().string(), path.stem().string()};
+    info.n_ctx = n_ctx;
+    srv.set_backend(*tok, *engine, info);
+    std::fprintf(stderr, "hearth: ready: model '%s', context %lld, %d parallel\n", info.id.c_str(),
+                 static_cast<long long>(n_ctx), o.parallel);
+  } catch (...) {
+    srv.shutdown();
+    http.join();
+    throw;
+  }
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  std::fprintf(stderr, "hearth: %s: shutting down (grace %d ms)\n",
+               sig == SIGINT ? "SIGINT" : "SIGTERM", o.grace_ms);
+  srv.shutdown(std::chrono::milliseconds(o.grace_ms));
+  http.join();
+  engine->stop();
+  return 0;
+}
+
+}  // namespace
+
+void add_serve(CLI::App& app, Context& ctx) {
+  auto o = std::make_shared<ServeOptions>();
+  CLI::App* cmd = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API");
+  cmd->add_option("-m,--model", o->model,
+                  "GGUF model file (default: $HEARTH_MODEL, else " +
+                      std::string(server::kDefaultModelSpec) + ", pulled on first use)");
+  cmd->add_option("--alias", o->alias, "Model name to list and accept (default: the file name)");
+  cmd->add_option("--host", o->http.host, "Address to bind")->capture_default_str();
+  cmd->add_option("--port", o->http.port, "Port (0: any free port)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
+  cmd->add_option("-t,--threads", o->threads, "Compute threads")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
+  cmd->add_option("-c,--ctx", o->n_ctx, "Context per sequence (default: min(training, 4096))");
+  cmd->add_option("--parallel", o->parallel, "Sequences decoded together")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
+  cmd->add_option("--max-queued", o->max_queued, "Waiting requests before 503 busy")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100000));
+  cmd->add_option("--kv-type", o->kv_type, "KV cache type: f32, f16, q8_0, q4_0")
+      ->capture_default_str();
+  cmd->add_option("--kv-mem", o->kv_mem, "KV pool budget (e.g. 512M, 2G)");
+  cmd->add_option("--api-key", o->http.api_key,
+                  "Require 'Authorization: Bearer KEY' on every endpoint but /health");
+  cmd->add_flag("--cors", o->http.cors, "Send CORS headers (Access-Control-Allow-Origin)");
+  cmd->add_option("--cors-origin", o->http.cors_origin, "Allowed origin with --cors")
+      ->capture_default_str();
+  cmd->add_option("--max-body", o->max_body, "Largest request body")->capture_default_str();
+  cmd->add_option("--http-threads", o->http.http_threads, "Connections served at once")
+      ->capture_default_str()
+      ->check(CLI::Range(4, 4096));
+  cmd->add_option("--coalesce-chars", o->http.coalesce.max_chars,
+                  "Streamed text batched up to this many bytes per frame (0: off)")
+      ->capture_default_str();
+  cmd->add_option("--coalesce-ms", o->http.coalesce.window_ms,
+                  "Longest a streamed delta is held, ms (0: off)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 10000));
+  cmd->add_option("--grace", o->grace_ms, "On SIGINT/SIGTERM, ms to let requests finish")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 600000));
+  cmd->callback([&ctx, o] { ctx.exit_code = serve(*o); });
 }
 
 }  // namespace hearth::cli

@@ -1,0 +1,108 @@
+#include "server/metrics.h"
+
+#include <fmt/format.h>
+
+namespace hearth::server {
+
+Histogram::Histogram(std::vector<double> bounds)
+    : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
+
+void Histogram::observe(double v) {
+  size_t i = 0;
+  while (i < bounds_.size() && v > bounds_[i]) ++i;
+  ++counts_[i];
+  sum_ += v;
+  ++count_;
+}
+
+void Histogram::render(std::string& out, const std::string& name, const std::string& help) const {
+  out += fmt::format("# HELP {} {}\n# TYPE {} histogram\n", name, help, name);
+  uint64_t cum = 0;
+  for (size_t i = 0; i < bounds_.size(); ++i) {
+    cum += counts_[i];
+    out += fmt::format("{}_bucket{{le=\"{}\"}} {}\n", name, bounds_[i], cum);
+  }
+  cum += counts_.back();
+  out += fmt::format("{}_bucket{{le=\"+Inf\"}} {}\n{}_sum {}\n{}_count {}\n", name, cum, name, sum_,
+                     name, count_);
+}
+
+Metrics::Metrics()
+    : ttft_ms_({5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000}),
+      token_ms_({1, 2.5, 5, 10, 20, 35, 50, 75, 100, 150, 250, 500, 1000}) {}
+
+void Metrics::record(const RequestStats& s, FinishReason reason) {
+  std::lock_guard lock(mu_);
+  ++requests_;
+  prompt_tokens_ += static_cast<uint64_t>(s.prompt_tokens);
+  cached_tokens_ += static_cast<uint64_t>(s.cached_tokens);
+  prefilled_tokens_ += static_cast<uint64_t>(s.prefilled_tokens);
+  generated_tokens_ += static_cast<uint64_t>(s.generated_tokens);
+  preemptions_ += static_cast<uint64_t>(s.preemptions);
+  if (reason == FinishReason::Cancelled) ++cancelled_;
+  if (s.generated_tokens > 0) ttft_ms_.observe(s.ttft_ms);
+  if (s.generated_tokens > 1)
+    token_ms_.observe(s.decode_ms / static_cast<double>(s.generated_tokens - 1));
+}
+
+void Metrics::record_http_error(int status) {
+  std::lock_guard lock(mu_);
+  if (status >= 500)
+    ++errors_5xx_;
+  else if (status >= 400)
+    ++errors_4xx_;
+}
+
+namespace {
+void metric(std::string& out, const char* name, const char* type, const char* help, double v) {
+  out += fmt::format("# HELP {} {}\n# TYPE {} {}\n{} {}\n", name, help, name, type, name, v);
+}
+}  // namespace
+
+std::string Metrics::render(const MetricsGauges& g) const {
+  std::lock_guard lock(mu_);
+  std::string out;
+  auto d = [](auto v) { return static_cast<double>(v); };
+  metric(out, "hearth_requests_total", "counter", "Generation requests finished.", d(requests_));
+  metric(out, "hearth_requests_cancelled_total", "counter",
+         "Generation requests cancelled (client gone or shutdown).", d(cancelled_));
+  out += fmt::format(
+      "# HELP hearth_http_errors_total Error replies by status class.\n"
+      "# TYPE hearth_http_errors_total counter\n"
+      "hearth_http_errors_total{{class=\"4xx\"}} {}\nhearth_http_errors_total{{class=\"5xx\"}} "
+      "{}\n",
+      errors_4xx_, errors_5xx_);
+  metric(out, "hearth_prompt_tokens_total", "counter", "Prompt tokens of finished requests.",
+         d(prompt_tokens_));
+  metric(out, "hearth_prompt_tokens_cached_total", "counter",
+         "Prompt tokens whose KV came from the prefix cache.", d(cached_tokens_));
+  metric(out, "hearth_prefill_tokens_total", "counter",
+         "Tokens computed in prefill (recomputation after preemption included).",
+         d(prefilled_tokens_));
+  metric(out, "hearth_generated_tokens_total", "counter", "Generated tokens.",
+         d(generated_tokens_));
+  metric(out, "hearth_preemptions_total", "counter", "Sequences preempted for KV space.",
+         d(preemptions_));
+  metric(out, "hearth_prefix_cache_hit_ratio", "gauge",
+         "Cached prompt tokens / prompt tokens since start.",
+         prompt_tokens_ ? d(cached_tokens_) / d(prompt_tokens_) : 0.0);
+  ttft_ms_.render(out, "hearth_time_to_first_token_ms",
+                  "Submit to first generated token, milliseconds.");
+  token_ms_.render(out, "hearth_time_per_output_token_ms",
+                   "Mean decode time per token after the first, milliseconds, per request.");
+  metric(out, "hearth_requests_running", "gauge", "Sequences in the engine's running set.",
+         d(g.requests_running));
+  metric(out, "hearth_requests_queued", "gauge", "Sequences waiting to be scheduled.",
+         d(g.requests_queued));
+  metric(out, "hearth_http_generations_active", "gauge",
+         "Generation requests being served over HTTP.", d(g.http_requests_active));
+  metric(out, "hearth_kv_blocks_total", "gauge", "KV pool blocks.", d(g.kv_blocks_total));
+  metric(out, "hearth_kv_blocks_used", "gauge", "KV pool blocks in use.", d(g.kv_blocks_used));
+  metric(out, "hearth_kv_pool_usage_ratio", "gauge", "Used / total KV blocks.",
+         g.kv_blocks_total ? d(g.kv_blocks_used) / d(g.kv_blocks_total) : 0.0);
+  metric(out, "hearth_kv_block_tokens", "gauge", "Tokens per KV block.", d(g.kv_block_tokens));
+  metric(out, "hearth_kv_pool_bytes", "gauge", "KV pool size in bytes.", d(g.kv_bytes));
+  return out;
+}
+
+}  // namespace hearth::server

@@ -1,0 +1,64 @@
+// The server's metrics registry, rendered as Prometheus text (GET /metrics). Counters and
+// histograms are updated by handler threads when a request finishes; gauges (running/queued,
+// KV pool) are read at scrape time and passed in.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "engine/request.h"
+
+namespace hearth::server {
+
+// A cumulative Prometheus histogram with fixed upper bounds (+Inf implied).
+class Histogram {
+ public:
+  explicit Histogram(std::vector<double> bounds);
+  void observe(double v);
+  // Appends the _bucket/_sum/_count lines for `name` (HELP/TYPE included).
+  void render(std::string& out, const std::string& name, const std::string& help) const;
+
+ private:
+  std::vector<double> bounds_;
+  std::vector<uint64_t> counts_;  // per bucket, not cumulative; last = above every bound
+  double sum_ = 0;
+  uint64_t count_ = 0;
+};
+
+// Read at scrape time.
+struct MetricsGauges {
+  int64_t requests_running = 0;      // engine sequences running
+  int64_t requests_queued = 0;       // engine sequences waiting
+  int64_t http_requests_active = 0;  // generation requests the server is serving
+  int64_t kv_blocks_total = 0;
+  int64_t kv_blocks_used = 0;
+  int64_t kv_block_tokens = 0;
+  uint64_t kv_bytes = 0;
+};
+
+class Metrics {
+ public:
+  Metrics();
+  // One finished generation request.
+  void record(const RequestStats& stats, FinishReason reason);
+  void record_http_error(int status);
+  std::string render(const MetricsGauges& g) const;
+
+ private:
+  mutable std::mutex mu_;
+  uint64_t requests_ = 0;
+  uint64_t prompt_tokens_ = 0;
+  uint64_t cached_tokens_ = 0;
+  uint64_t prefilled_tokens_ = 0;
+  uint64_t generated_tokens_ = 0;
+  uint64_t cancelled_ = 0;
+  uint64_t preemptions_ = 0;
+  uint64_t errors_4xx_ = 0;
+  uint64_t errors_5xx_ = 0;
+  Histogram ttft_ms_;
+  Histogram token_ms_;
+};
+
+}  // namespace hearth::server

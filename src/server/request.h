@@ -1,0 +1,84 @@
+// A generation request as the server understands it, whichever API it came through, and the
+// parsers that validate OpenAI's and llama-server's JSON into it. Parsers throw ApiError
+// (400, naming the parameter) for malformed input; they never touch the model.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/request.h"
+
+namespace hearth::server {
+
+enum class Api { ChatCompletions, Completions, LlamaCompletion };
+
+// Sampler settings under OpenAI's and llama-server's names. Only temperature and seed reach
+// the engine today; the rest are validated and kept for the sampler chain (see
+// apply_sampling, the one place that maps them).
+struct SamplingSpec {
+  float temperature = 1.0f;
+  std::optional<uint64_t> seed;
+  int32_t top_k = 40;
+  float top_p = 1.0f;
+  float min_p = 0.0f;
+  float typical_p = 1.0f;
+  float repeat_penalty = 1.0f;
+  int32_t repeat_last_n = 64;
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+};
+
+struct ChatMessage {
+  std::string role;  // system, developer, user, assistant, tool
+  std::string content;
+  nlohmann::json extra;  // the message's other fields (tool_calls, name, ...), for templates
+};
+
+struct ParsedRequest {
+  Api api = Api::ChatCompletions;
+  std::string model;  // as the client named it (may be empty for llama-server routes)
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+
+  // Chat
+  std::vector<ChatMessage> messages;
+  bool add_generation_prompt = true;
+  nlohmann::json chat_template_kwargs = nlohmann::json::object();
+  nlohmann::json tools;                   // passed to the template; null when absent
+  std::string reasoning_format = "none";  // none | deepseek
+  std::string truncation = "disabled";    // disabled | auto
+
+  // Completions: a prompt string or token ids
+  std::string prompt_text;
+  std::vector<int32_t> prompt_tokens;
+  bool prompt_is_tokens = false;
+  bool echo = false;
+
+  std::optional<int64_t> max_tokens;  // max_tokens / max_completion_tokens / n_predict
+  std::vector<std::string> stop;
+  bool ignore_eos = false;
+  bool logprobs = false;
+  int32_t top_logprobs = 0;  // per-token alternatives (chat: top_logprobs; completions:
+                             // logprobs: N; llama-server: n_probs)
+  SamplingSpec sampling;
+
+  // llama-server
+  bool cache_prompt = true;
+  int32_t id_slot = -1;
+};
+
+// Parses a body into JSON; 400 invalid_json (with the parser's position) or not_an_object.
+nlohmann::json parse_json_body(const std::string& body);
+
+ParsedRequest parse_chat_request(const nlohmann::json& body);
+ParsedRequest parse_completions_request(const nlohmann::json& body);
+ParsedRequest parse_llama_completion_request(const nlohmann::json& body);
+
+// The one place server sampler settings become engine request fields.
+void apply_sampling(const SamplingSpec& spec, GenerationRequest& request);
+
+}  // namespace hearth::server

@@ -1,0 +1,352 @@
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "server/api_error.h"
+#include "server/request.h"
+
+namespace hearth::server {
+
+using nlohmann::json;
+
+namespace {
+
+// Absent and null read the same: many clients send explicit nulls for defaults.
+const json* field(const json& body, const char* key) {
+  auto it = body.find(key);
+  if (it == body.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+[[noreturn]] void wrong_type(const std::string& param, const char* expected, const json& v) {
+  bad_param(param, fmt::format("'{}' must be {}, got {}", param, expected, v.type_name()),
+            "invalid_type");
+}
+
+std::optional<bool> get_bool(const json& b, const char* key) {
+  const json* v = field(b, key);
+  if (!v) return std::nullopt;
+  if (!v->is_boolean()) wrong_type(key, "a boolean", *v);
+  return v->get<bool>();
+}
+
+std::optional<std::string> get_string(const json& b, const char* key) {
+  const json* v = field(b, key);
+  if (!v) return std::nullopt;
+  if (!v->is_string()) wrong_type(key, "a string", *v);
+  return v->get<std::string>();
+}
+
+std::optional<double> get_number(const json& b, const char* key) {
+  const json* v = field(b, key);
+  if (!v) return std::nullopt;
+  if (!v->is_number()) wrong_type(key, "a number", *v);
+  const double d = v->get<double>();
+  if (!std::isfinite(d)) bad_param(key, fmt::format("'{}' must be finite", key));
+  return d;
+}
+
+// Integers; a float with an integral value (2.0) is accepted as JavaScript clients send them.
+std::optional<int64_t> get_int(const json& b, const char* key) {
+  const json* v = field(b, key);
+  if (!v) return std::nullopt;
+  if (v->is_number_integer()) {
+    if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+      bad_param(key, fmt::format("'{}' is out of range", key));
+    return v->get<int64_t>();
+  }
+  if (v->is_number_float()) {
+    const double d = v->get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.0e15)
+      return static_cast<int64_t>(d);
+  }
+  wrong_type(key, "an integer", *v);
+}
+
+int64_t in_range(const char* key, int64_t v, int64_t lo, int64_t hi) {
+  if (v < lo || v > hi)
+    bad_param(key, fmt::format("'{}' must be between {} and {}, got {}", key, lo, hi, v));
+  return v;
+}
+
+float in_range(const char* key, double v, double lo, double hi) {
+  if (v < lo || v > hi)
+    bad_param(key, fmt::format("'{}' must be between {} and {}, got {}", key, lo, hi, v));
+  return static_cast<float>(v);
+}
+
+std::vector<std::string> parse_stop(const json& b) {
+  const json* v = field(b, "stop");
+  std::vector<std::string> out;
+  if (!v) return out;
+  if (v->is_string()) {
+    out.push_back(v->get<std::string>());
+  } else if (v->is_array()) {
+    for (size_t i = 0; i < v->size(); ++i) {
+      if (!(*v)[i].is_string()) wrong_type(fmt::format("stop[{}]", i), "a string", (*v)[i]);
+      out.push_back((*v)[i].get<std::string>());
+    }
+  } else {
+    wrong_type("stop", "a string or an array of strings", *v);
+  }
+  if (out.size() > 16) bad_param("stop", "at most 16 stop strings are supported");
+  for (size_t i = 0; i < out.size(); ++i)
+    if (out[i].empty()) bad_param(fmt::format("stop[{}]", i), "stop strings must not be empty");
+  return out;
+}
+
+// Parameters that would change the reply in ways we do not implement: refused, not ignored.
+void refuse_unsupported(const json& b) {
+  if (auto n = get_int(b, "n"); n && *n != 1)
+    throw ApiError(400, "only n=1 is supported", "invalid_request_error", "n",
+                   "unsupported_parameter");
+  if (auto n = get_int(b, "best_of"); n && *n != 1)
+    throw ApiError(400, "only best_of=1 is supported", "invalid_request_error", "best_of",
+                   "unsupported_parameter");
+  if (const json* v = field(b, "logit_bias")) {
+    if (!v->is_object()) wrong_type("logit_bias", "an object", *v);
+    if (!v->empty())
+      throw ApiError(400, "logit_bias is not supported", "invalid_request_error", "logit_bias",
+                     "unsupported_parameter");
+  }
+  if (const json* v = field(b, "response_format")) {
+    if (!v->is_object()) wrong_type("response_format", "an object", *v);
+    const json* t = field(*v, "type");
+    if (!t || !t->is_string()) bad_param("response_format.type", "'type' must be a string");
+    if (t->get<std::string>() != "text")
+      throw ApiError(400,
+                     fmt::format("response_format type '{}' is not supported (only 'text')",
+                                 t->get<std::string>()),
+                     "invalid_request_error", "response_format", "unsupported_parameter");
+  }
+}
+
+// Sampler fields under both vocabularies (OpenAI's and llama-server's).
+void parse_sampling(const json& b, SamplingSpec& s, bool llama_names) {
+  if (auto t = get_number(b, "temperature")) s.temperature = in_range("temperature", *t, 0.0, 2.0);
+  if (auto v = get_number(b, "top_p")) s.top_p = in_range("top_p", *v, 0.0, 1.0);
+  if (auto v = get_number(b, "presence_penalty"))
+    s.presence_penalty = in_range("presence_penalty", *v, -2.0, 2.0);
+  if (auto v = get_number(b, "frequency_penalty"))
+    s.frequency_penalty = in_range("frequency_penalty", *v, -2.0, 2.0);
+  if (auto v = get_int(b, "seed")) {
+    if (*v >= 0)
+      s.seed = static_cast<uint64_t>(*v);
+    else if (llama_names && *v == -1)
+      s.seed.reset();  // llama-server: -1 = random
+    else
+      bad_param("seed", fmt::format("'seed' must be >= 0, got {}", *v));
+  }
+  // llama-server's names (also accepted on the OpenAI routes, as llama-server does).
+  if (auto v = get_int(b, "top_k"))
+    s.top_k = static_cast<int32_t>(in_range("top_k", *v, 0, 1 << 20));
+  if (auto v = get_number(b, "min_p")) s.min_p = in_range("min_p", *v, 0.0, 1.0);
+  if (auto v = get_number(b, "typical_p")) s.typical_p = in_range("typical_p", *v, 0.0, 1.0);
+  if (auto v = get_number(b, "repeat_penalty"))
+    s.repeat_penalty = in_range("repeat_penalty", *v, 0.0, 10.0);
+  if (auto v = get_int(b, "repeat_last_n"))
+    s.repeat_last_n = static_cast<int32_t>(in_range("repeat_last_n", *v, -1, 1 << 20));
+}
+
+void parse_common(const json& b, ParsedRequest& r) {
+  if (auto m = get_string(b, "model")) r.model = *m;
+  if (auto v = get_bool(b, "stream")) r.stream = *v;
+  if (const json* so = field(b, "stream_options")) {
+    if (!so->is_object()) wrong_type("stream_options", "an object", *so);
+    if (!r.stream)
+      bad_param("stream_options", "'stream_options' is only allowed when 'stream' is true");
+    if (auto v = get_bool(*so, "include_usage")) r.include_usage = *v;
+  }
+  r.stop = parse_stop(b);
+  if (auto v = get_bool(b, "ignore_eos")) r.ignore_eos = *v;
+  if (auto v = get_bool(b, "cache_prompt")) r.cache_prompt = *v;
+  if (auto v = get_int(b, "id_slot"))
+    r.id_slot = static_cast<int32_t>(in_range("id_slot", *v, -1, 1 << 20));
+  if (auto v = get_int(b, "n_probs")) {
+    r.top_logprobs = static_cast<int32_t>(in_range("n_probs", *v, 0, 20));
+    r.logprobs = r.top_logprobs > 0;
+  }
+  if (auto v = get_int(b, "n_predict")) {
+    in_range("n_predict", *v, -1, INT64_MAX);
+    if (*v >= 0) r.max_tokens = *v;
+  }
+}
+
+std::string content_text(const json& content, const std::string& where) {
+  if (content.is_string()) return content.get<std::string>();
+  if (content.is_null()) return "";
+  if (!content.is_array()) wrong_type(where, "a string or an array of content parts", content);
+  std::string text;
+  for (size_t i = 0; i < content.size(); ++i) {
+    const json& part = content[i];
+    const std::string p = fmt::format("{}[{}]", where, i);
+    if (!part.is_object()) wrong_type(p, "an object", part);
+    const json* type = field(part, "type");
+    if (!type || !type->is_string()) bad_param(p + ".type", "a content part needs a string 'type'");
+    if (type->get<std::string>() != "text")
+      throw ApiError(400,
+                     fmt::format("content part type '{}' is not supported (text only)",
+                                 type->get<std::string>()),
+                     "invalid_request_error", p + ".type", "unsupported_content_type");
+    const json* t = field(part, "text");
+    if (!t || !t->is_string()) bad_param(p + ".text", "a text part needs a string 'text'");
+    text += t->get<std::string>();
+  }
+  return text;
+}
+
+std::vector<ChatMessage> parse_messages(const json& b) {
+  const json* v = field(b, "messages");
+  if (!v) bad_param("messages", "'messages' is required", "missing_required_parameter");
+  if (!v->is_array()) wrong_type("messages", "an array", *v);
+  if (v->empty()) bad_param("messages", "'messages' must not be empty");
+  std::vector<ChatMessage> out;
+  for (size_t i = 0; i < v->size(); ++i) {
+    const json& m = (*v)[i];
+    const std::string where = fmt::format("messages[{}]", i);
+    if (!m.is_object()) wrong_type(where, "an object", m);
+    const json* role = field(m, "role");
+    if (!role || !role->is_string())
+      bad_param(where + ".role", "each message needs a string 'role'");
+    ChatMessage msg;
+    msg.role = role->get<std::string>();
+    if (msg.role != "system" && msg.role != "developer" && msg.role != "user" &&
+        msg.role != "assistant" && msg.role != "tool")
+      bad_param(
+          where + ".role",
+          fmt::format("unknown role '{}' (system, developer, user, assistant, tool)", msg.role));
+    auto c = m.find("content");
+    if (c == m.end() && !(msg.role == "assistant" && m.contains("tool_calls")))
+      bad_param(where + ".content", "each message needs 'content'", "missing_required_parameter");
+    if (c != m.end()) msg.content = content_text(*c, where + ".content");
+    msg.extra = json::object();
+    for (auto it = m.begin(); it != m.end(); ++it)
+      if (it.key() != "role" && it.key() != "content") msg.extra[it.key()] = it.value();
+    out.push_back(std::move(msg));
+  }
+  return out;
+}
+
+// OpenAI: a string, [string], [int...], or [[int...]]. More than one prompt is refused.
+void parse_prompt(const json& b, ParsedRequest& r) {
+  const json* v = field(b, "prompt");
+  if (!v) bad_param("prompt", "'prompt' is required", "missing_required_parameter");
+  const json* p = v;
+  if (v->is_array() && !v->empty() && !(*v)[0].is_number()) {
+    if (v->size() != 1)
+      throw ApiError(400, "only one prompt per request is supported", "invalid_request_error",
+                     "prompt", "unsupported_parameter");
+    p = &(*v)[0];
+  }
+  if (p->is_string()) {
+    r.prompt_text = p->get<std::string>();
+    return;
+  }
+  if (!p->is_array()) wrong_type("prompt", "a string or an array of token ids", *p);
+  r.prompt_is_tokens = true;
+  for (size_t i = 0; i < p->size(); ++i) {
+    const json& t = (*p)[i];
+    if (!t.is_number_integer()) wrong_type(fmt::format("prompt[{}]", i), "a token id", t);
+    const int64_t id = t.get<int64_t>();
+    if (id < 0 || id > INT32_MAX) bad_param(fmt::format("prompt[{}]", i), "token id out of range");
+    r.prompt_tokens.push_back(static_cast<int32_t>(id));
+  }
+  if (r.prompt_tokens.empty()) bad_param("prompt", "'prompt' must not be empty");
+}
+
+void parse_openai_max_tokens(const json& b, ParsedRequest& r) {
+  for (const char* key : {"max_tokens", "max_completion_tokens"})
+    if (auto v = get_int(b, key)) r.max_tokens = in_range(key, *v, 1, INT64_MAX);
+}
+
+}  // namespace
+
+json parse_json_body(const std::string& body) {
+  json j;
+  try {
+    j = json::parse(body);
+  } catch (const json::parse_error& e) {
+    throw ApiError(400, fmt::format("the body is not valid JSON: {}", e.what()),
+                   "invalid_request_error", "", "invalid_json");
+  }
+  if (!j.is_object())
+    throw ApiError(400, fmt::format("the body must be a JSON object, got {}", j.type_name()),
+                   "invalid_request_error", "", "invalid_json");
+  return j;
+}
+
+ParsedRequest parse_chat_request(const json& b) {
+  ParsedRequest r;
+  r.api = Api::ChatCompletions;
+  refuse_unsupported(b);
+  parse_common(b, r);
+  parse_sampling(b, r.sampling, false);
+  parse_openai_max_tokens(b, r);
+  r.messages = parse_messages(b);
+  if (auto v = get_bool(b, "logprobs")) r.logprobs = *v;
+  if (auto v = get_int(b, "top_logprobs")) {
+    r.top_logprobs = static_cast<int32_t>(in_range("top_logprobs", *v, 0, 20));
+    if (!r.logprobs) bad_param("top_logprobs", "'top_logprobs' requires 'logprobs': true");
+  }
+  if (auto v = get_bool(b, "add_generation_prompt")) r.add_generation_prompt = *v;
+  if (const json* v = field(b, "chat_template_kwargs")) {
+    if (!v->is_object()) wrong_type("chat_template_kwargs", "an object", *v);
+    r.chat_template_kwargs = *v;
+  }
+  if (const json* v = field(b, "tools")) {
+    if (!v->is_array()) wrong_type("tools", "an array", *v);
+    r.tools = *v;
+  }
+  if (auto v = get_string(b, "reasoning_format")) {
+    if (*v == "auto") *v = "deepseek";
+    if (*v != "none" && *v != "deepseek")
+      bad_param("reasoning_format",
+                fmt::format("unknown reasoning_format '{}' (none, deepseek)", *v));
+    r.reasoning_format = *v;
+  }
+  if (auto v = get_string(b, "truncation")) {
+    if (*v != "disabled" && *v != "auto")
+      bad_param("truncation", fmt::format("unknown truncation '{}' (disabled, auto)", *v));
+    r.truncation = *v;
+  }
+  return r;
+}
+
+ParsedRequest parse_completions_request(const json& b) {
+  ParsedRequest r;
+  r.api = Api::Completions;
+  refuse_unsupported(b);
+  if (field(b, "suffix"))
+    throw ApiError(400, "'suffix' is not supported", "invalid_request_error", "suffix",
+                   "unsupported_parameter");
+  parse_common(b, r);
+  parse_sampling(b, r.sampling, false);
+  parse_openai_max_tokens(b, r);
+  if (!r.max_tokens && !field(b, "n_predict")) r.max_tokens = 16;  // OpenAI's default
+  parse_prompt(b, r);
+  if (auto v = get_bool(b, "echo")) r.echo = *v;
+  if (auto v = get_int(b, "logprobs")) {
+    r.top_logprobs = static_cast<int32_t>(in_range("logprobs", *v, 0, 20));
+    r.logprobs = true;
+  }
+  return r;
+}
+
+ParsedRequest parse_llama_completion_request(const json& b) {
+  ParsedRequest r;
+  r.api = Api::LlamaCompletion;
+  r.sampling.temperature = 0.8f;  // llama-server's default
+  parse_common(b, r);
+  parse_sampling(b, r.sampling, true);
+  parse_prompt(b, r);
+  return r;
+}
+
+void apply_sampling(const SamplingSpec& spec, GenerationRequest& request) {
+  request.temperature = spec.temperature;
+  request.seed = spec.seed ? *spec.seed : std::random_device{}();
+}
+
+}  // namespace hearth::server

@@ -1,0 +1,71 @@
+// The HTTP server: OpenAI's /v1/chat/completions, /v1/completions, /v1/models and
+// llama-server's /completion, /tokenize, /detokenize, /health, /metrics, /slots over one Engine.
+//
+// Lifecycle: construct, bind() (the port answers /health with 503 "loading" at once), run() on
+// a thread, set_backend() once the model is loaded (/health turns ok), shutdown() to stop
+// accepting, cancel what is in flight after a grace period, and make run() return.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "server/coalescer.h"
+
+namespace hearth {
+class Engine;
+class Tokenizer;
+}  // namespace hearth
+
+namespace hearth::server {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";  // loopback unless asked
+  int port = 8080;                 // 0: any free port (see bind())
+  std::string api_key;             // empty: no auth
+  bool cors = false;               // Access-Control-Allow-* headers and preflight replies
+  std::string cors_origin = "*";
+  size_t max_body_bytes = 8u << 20;  // larger bodies get 413
+  int http_threads = 80;             // connections served at once (keep-alive holds one each)
+  int keep_alive_s = 5;
+  int io_timeout_s = 600;    // socket read/write timeout
+  CoalesceOptions coalesce;  // streamed content batching
+  int retry_after_s = 1;     // Retry-After on 503 busy/loading
+};
+
+struct ModelInfo {
+  std::string id;                    // the name /v1/models lists
+  std::vector<std::string> aliases;  // other names accepted in "model" (file name, path)
+  int64_t n_ctx = 0;                 // context per sequence (prompt + reply)
+  int64_t created = 0;               // unix time for /v1/models
+};
+
+class Server {
+ public:
+  explicit Server(ServerOptions options);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds host:port; returns the bound port. Throws hearth::Error when it cannot.
+  int bind();
+  // Serves until shutdown(); returns after in-flight handlers are done.
+  void run();
+  // The model is ready: generation routes work and /health says ok. `tok` and `engine` must
+  // outlive the server (or shutdown()); the engine must be started.
+  void set_backend(const Tokenizer& tok, Engine& engine, ModelInfo info);
+  // Stops accepting (new requests get 503), lets in-flight generations finish for `grace`,
+  // cancels the rest, then stops the listener. Safe from any thread, idempotent.
+  void shutdown(std::chrono::milliseconds grace = std::chrono::milliseconds(0));
+
+  int port() const;
+
+  struct Impl;  // opaque (server_impl.h)
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hearth::server

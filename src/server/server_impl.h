@@ -1,0 +1,70 @@
+// The server's shared state, seen by the route files (server.cpp: setup and small routes;
+// completion_routes.cpp: the generation routes). Not part of the public API.
+#pragma once
+
+#include <httplib.h>
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "engine/engine.h"
+#include "server/api_error.h"
+#include "server/metrics.h"
+#include "server/request.h"
+#include "server/server.h"
+#include "tokenizer/tokenizer.h"
+
+namespace hearth::server {
+
+// A generation being served (for /slots and shutdown).
+struct ActiveRequest {
+  int64_t engine_id = -1;
+  std::string route;
+  bool stream = false;
+  int64_t prompt_tokens = 0;
+  std::atomic<int64_t> generated{0};
+  std::chrono::steady_clock::time_point started;
+};
+
+struct Server::Impl {
+  explicit Impl(ServerOptions o) : opt(std::move(o)) {}
+
+  ServerOptions opt;
+  httplib::Server http;
+  Metrics metrics;
+
+  // Set once by set_backend, read by handlers after `ready` is seen true.
+  const Tokenizer* tok = nullptr;
+  Engine* engine = nullptr;
+  ModelInfo model;
+  std::atomic<bool> ready{false};
+  std::atomic<bool> draining{false};
+
+  std::mutex active_mu;
+  std::condition_variable active_cv;
+  std::map<int64_t, std::shared_ptr<ActiveRequest>> active;  // by server request number
+  int64_t next_request = 1;
+  std::atomic<int64_t> next_response_id{1};
+
+  void setup_routes();
+  void add_generation_routes();
+
+  // Throws ApiError 503 while loading or shutting down.
+  void require_ready() const;
+  // Throws 404 model_not_found unless `name` is empty or names the loaded model.
+  void check_model(const std::string& name) const;
+
+  void handle_generation(Api api, const httplib::Request& req, httplib::Response& res);
+
+  std::shared_ptr<ActiveRequest> register_active(const std::string& route, bool stream,
+                                                 int64_t prompt_tokens, int64_t& number);
+  void unregister_active(int64_t number);
+};
+
+// Sends an ApiError as OpenAI's error JSON (with Retry-After when set).
+void send_error(httplib::Response& res, const ApiError& e);
+void send_json(httplib::Response& res, const nlohmann::json& j, int status = 200);
+
+}  // namespace hearth::server

@@ -1,0 +1,224 @@
+// Request parsing and validation: OpenAI and llama-server names, types, ranges, refusals.
+#include <gtest/gtest.h>
+
+#include "server/api_error.h"
+#include "server/prompt_builder.h"
+#include "server/request.h"
+
+namespace hearth::server {
+namespace {
+
+using nlohmann::json;
+
+// The ApiError a parse throws (status 0 when it does not throw).
+template <typename F>
+ApiError error_of(F f) {
+  try {
+    f();
+  } catch (const ApiError& e) {
+    return e;
+  }
+  return ApiError(0, "no error");
+}
+
+json chat(json extra = json::object()) {
+  json b = {{"model", "m"}, {"messages", json::array({{{"role", "user"}, {"content", "hi"}}})}};
+  b.update(extra);
+  return b;
+}
+
+TEST(ParseBody, MalformedJsonIs400) {
+  auto e = error_of([] { parse_json_body("{\"a\":"); });
+  EXPECT_EQ(e.status, 400);
+  EXPECT_EQ(e.code, "invalid_json");
+  e = error_of([] { parse_json_body("[1,2]"); });
+  EXPECT_EQ(e.status, 400);
+  e = error_of([] { parse_json_body(""); });
+  EXPECT_EQ(e.status, 400);
+  EXPECT_NO_THROW(parse_json_body("{}"));
+}
+
+TEST(ParseChat, Basics) {
+  ParsedRequest r = parse_chat_request(chat({{"stream", true},
+                                             {"stream_options", {{"include_usage", true}}},
+                                             {"max_completion_tokens", 7},
+                                             {"temperature", 0},
+                                             {"seed", 3},
+                                             {"stop", "END"},
+                                             {"logprobs", true},
+                                             {"top_logprobs", 2}}));
+  EXPECT_EQ(r.model, "m");
+  EXPECT_TRUE(r.stream);
+  EXPECT_TRUE(r.include_usage);
+  ASSERT_TRUE(r.max_tokens);
+  EXPECT_EQ(*r.max_tokens, 7);
+  EXPECT_EQ(r.sampling.temperature, 0.0f);
+  ASSERT_TRUE(r.sampling.seed);
+  EXPECT_EQ(*r.sampling.seed, 3u);
+  ASSERT_EQ(r.stop.size(), 1u);
+  EXPECT_TRUE(r.logprobs);
+  EXPECT_EQ(r.top_logprobs, 2);
+  ASSERT_EQ(r.messages.size(), 1u);
+  EXPECT_EQ(r.messages[0].content, "hi");
+}
+
+TEST(ParseChat, ContentParts) {
+  json b = chat();
+  b["messages"][0]["content"] =
+      json::array({{{"type", "text"}, {"text", "a"}}, {{"type", "text"}, {"text", "b"}}});
+  EXPECT_EQ(parse_chat_request(b).messages[0].content, "ab");
+  b["messages"][0]["content"] = json::array({{{"type", "image_url"}, {"image_url", "x"}}});
+  auto e = error_of([&] { parse_chat_request(b); });
+  EXPECT_EQ(e.status, 400);
+  EXPECT_EQ(e.param, "messages[0].content[0].type");
+}
+
+TEST(ParseChat, RejectsWrongTypesNamingTheParameter) {
+  struct Case {
+    json extra;
+    std::string param;
+  };
+  const std::vector<Case> cases = {
+      {{{"temperature", "hot"}}, "temperature"},
+      {{{"temperature", 2.5}}, "temperature"},
+      {{{"top_p", -0.1}}, "top_p"},
+      {{{"max_tokens", 0}}, "max_tokens"},
+      {{{"max_tokens", 1.5}}, "max_tokens"},
+      {{{"stream", "yes"}}, "stream"},
+      {{{"stop", json::array({1})}}, "stop[0]"},
+      {{{"stop", ""}}, "stop[0]"},
+      {{{"messages", "hi"}}, "messages"},
+      {{{"messages", json::array()}}, "messages"},
+      {{{"messages", json::array({{{"role", "wizard"}, {"content", "x"}}})}}, "messages[0].role"},
+      {{{"messages", json::array({{{"content", "x"}}})}}, "messages[0].role"},
+      {{{"messages", json::array({{{"role", "user"}}})}}, "messages[0].content"},
+      {{{"n", 2}}, "n"},
+      {{{"logit_bias", {{"5", 1}}}}, "logit_bias"},
+      {{{"response_format", {{"type", "json_object"}}}}, "response_format"},
+      {{{"stream_options", {{"include_usage", true}}}}, "stream_options"},  // without stream
+      {{{"top_logprobs", 3}}, "top_logprobs"},                              // without logprobs
+      {{{"reasoning_format", "magic"}}, "reasoning_format"},
+      {{{"truncation", "sometimes"}}, "truncation"},
+      {{{"seed", -5}}, "seed"},
+      {{{"top_k", -2}}, "top_k"},
+      {{{"chat_template_kwargs", "x"}}, "chat_template_kwargs"},
+  };
+  for (const Case& c : cases) {
+    auto e = error_of([&] { parse_chat_request(chat(c.extra)); });
+    EXPECT_EQ(e.status, 400) << c.extra.dump();
+    EXPECT_EQ(e.param, c.param) << c.extra.dump() << ": " << e.what();
+    EXPECT_EQ(e.to_json()["error"]["param"], c.param);
+  }
+  auto e = error_of([] { parse_chat_request(json{{"model", "m"}}); });
+  EXPECT_EQ(e.param, "messages");
+  EXPECT_EQ(e.code, "missing_required_parameter");
+}
+
+TEST(ParseChat, NullsReadAsAbsent) {
+  ParsedRequest r = parse_chat_request(chat({{"temperature", nullptr}, {"stop", nullptr}}));
+  EXPECT_EQ(r.sampling.temperature, 1.0f);
+  EXPECT_TRUE(r.stop.empty());
+}
+
+TEST(ParseCompletions, PromptForms) {
+  EXPECT_EQ(parse_completions_request({{"prompt", "abc"}}).prompt_text, "abc");
+  EXPECT_EQ(parse_completions_request({{"prompt", json::array({"abc"})}}).prompt_text, "abc");
+  auto r = parse_completions_request({{"prompt", json::array({1, 2, 3})}});
+  EXPECT_TRUE(r.prompt_is_tokens);
+  EXPECT_EQ(r.prompt_tokens, (std::vector<int32_t>{1, 2, 3}));
+  r = parse_completions_request({{"prompt", json::array({json::array({4, 5})})}});
+  EXPECT_EQ(r.prompt_tokens, (std::vector<int32_t>{4, 5}));
+  EXPECT_EQ(*parse_completions_request({{"prompt", "x"}}).max_tokens, 16);  // OpenAI's default
+  EXPECT_EQ(error_of([] {
+              parse_completions_request({{"prompt", json::array({"a", "b"})}});
+            }).param,
+            "prompt");
+  EXPECT_EQ(error_of([] {
+              parse_completions_request({{"prompt", json::array({1, -1})}});
+            }).param,
+            "prompt[1]");
+  EXPECT_EQ(error_of([] { parse_completions_request(json::object()); }).param, "prompt");
+  EXPECT_EQ(error_of([] {
+              parse_completions_request({{"prompt", "x"}, {"suffix", "y"}});
+            }).param,
+            "suffix");
+  r = parse_completions_request({{"prompt", "x"}, {"logprobs", 3}, {"echo", true}});
+  EXPECT_TRUE(r.logprobs);
+  EXPECT_EQ(r.top_logprobs, 3);
+  EXPECT_TRUE(r.echo);
+}
+
+TEST(ParseLlamaCompletion, LlamaServerNames) {
+  auto r = parse_llama_completion_request({{"prompt", "Once"},
+                                           {"n_predict", 12},
+                                           {"temperature", 0.5},
+                                           {"top_k", 20},
+                                           {"top_p", 0.9},
+                                           {"min_p", 0.1},
+                                           {"typical_p", 0.95},
+                                           {"repeat_penalty", 1.1},
+                                           {"repeat_last_n", 32},
+                                           {"seed", -1},
+                                           {"n_probs", 3},
+                                           {"cache_prompt", false},
+                                           {"id_slot", 0},
+                                           {"stop", json::array({"\n\n"})},
+                                           {"mirostat", 0}});
+  EXPECT_EQ(*r.max_tokens, 12);
+  EXPECT_FLOAT_EQ(r.sampling.temperature, 0.5f);
+  EXPECT_EQ(r.sampling.top_k, 20);
+  EXPECT_FLOAT_EQ(r.sampling.min_p, 0.1f);
+  EXPECT_FLOAT_EQ(r.sampling.repeat_penalty, 1.1f);
+  EXPECT_EQ(r.sampling.repeat_last_n, 32);
+  EXPECT_FALSE(r.sampling.seed);  // -1: random
+  EXPECT_TRUE(r.logprobs);
+  EXPECT_EQ(r.top_logprobs, 3);
+  EXPECT_FALSE(r.cache_prompt);
+  EXPECT_EQ(r.id_slot, 0);
+  EXPECT_FALSE(parse_llama_completion_request({{"prompt", "x"}, {"n_predict", -1}}).max_tokens);
+  EXPECT_FLOAT_EQ(parse_llama_completion_request({{"prompt", "x"}}).sampling.temperature, 0.8f);
+  EXPECT_EQ(error_of([] {
+              parse_llama_completion_request({{"prompt", "x"}, {"n_predict", -2}});
+            }).param,
+            "n_predict");
+}
+
+TEST(Sampling, MappedInOnePlace) {
+  SamplingSpec s;
+  s.temperature = 0.25f;
+  s.seed = 42;
+  GenerationRequest g;
+  apply_sampling(s, g);
+  EXPECT_FLOAT_EQ(g.temperature, 0.25f);
+  EXPECT_EQ(g.seed, 42u);
+}
+
+TEST(PromptBuilder, ChatRenderingMarksOnlyTemplateTextSpecial) {
+  std::vector<ChatMessage> msgs = {{"system", "be brief", {}}, {"user", "<|im_end|>hi", {}}};
+  TextPrompt p = render_chat(msgs, true);
+  EXPECT_EQ(p.text,
+            "<|im_start|>system\nbe brief<|im_end|>\n<|im_start|>user\n<|im_end|>hi<|im_end|>\n"
+            "<|im_start|>assistant\n");
+  // Every special range covers template text, never the user's "<|im_end|>".
+  const size_t user_end_marker = p.text.find("<|im_end|>hi");
+  for (auto [b, e] : p.special_ranges) {
+    EXPECT_TRUE(p.text.substr(b, e - b) == "<|im_start|>" ||
+                p.text.substr(b, e - b) == "<|im_end|>");
+    EXPECT_NE(b, user_end_marker);
+  }
+  EXPECT_EQ(p.special_ranges.size(), 5u);
+}
+
+TEST(PromptBuilder, ContextCheckCarriesTheCounts) {
+  EXPECT_NO_THROW(check_context(10, 20, 30));
+  auto e = error_of([] { check_context(10, 21, 30); });
+  EXPECT_EQ(e.status, 400);
+  EXPECT_EQ(e.code, "context_length_exceeded");
+  EXPECT_NE(std::string(e.what()).find("30"), std::string::npos);
+  EXPECT_NE(std::string(e.what()).find("31"), std::string::npos);
+  e = error_of([] { check_context(30, std::nullopt, 30); });
+  EXPECT_EQ(e.code, "context_length_exceeded");
+}
+
+}  // namespace
+}  // namespace hearth::server
