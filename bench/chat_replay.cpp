@@ -1,0 +1,247 @@
+// Chat replay: drives the engine the way chat clients do — S sessions x T turns, a shared system
+// prompt, varied user messages, each reply fed back into the history as text — and reports, per
+// turn, time to first token and prompt tokens prefilled vs new.
+//
+//   chat_replay -m MODEL [--sessions 4] [--turns 8] [--concurrent] [--kv-mem 1G]
+//               [--cache-dir DIR] [--no-cache] [--from 1] [--transcript FILE] [-t 2]
+//
+// --from K with --transcript FILE continues conversations saved by an earlier run (restart test:
+// run turns 1-4 with --turns 4, then --from 5 --turns 8 with the same --cache-dir).
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <random>
+
+#include "engine/engine.h"
+#include "util/system.h"
+
+using namespace hearth;
+
+namespace {
+
+const char* kWords[] = {
+    "river",   "mountain", "quiet",   "engine", "paper",   "orange",  "window",  "garden",
+    "silver",  "station",  "winter",  "market", "journey", "little",  "forest",  "lantern",
+    "memory",  "harbor",   "signal",  "copper", "meadow",  "thunder", "library", "candle",
+    "pattern", "voyage",   "crystal", "shadow", "morning", "bridge",  "compass", "orchard",
+    "planet",  "whisper",  "marble",  "velvet", "island",  "circuit", "feather", "canyon",
+    "basket",  "glacier",  "rhythm",  "saddle", "tunnel",  "violet",  "anchor",  "blossom",
+    "kernel",  "ladder",   "mirror",  "needle", "pebble",  "quarter", "ribbon",  "summit",
+    "ticket",  "umbrella", "valley",  "wander", "yellow",  "zephyr",  "cobalt",  "driftwood"};
+
+std::string sentence(std::mt19937& rng, int words) {
+  std::string s;
+  std::uniform_int_distribution<size_t> pick(0, std::size(kWords) - 1);
+  for (int i = 0; i < words; ++i) {
+    std::string w = kWords[pick(rng)];
+    if (i == 0) w[0] = static_cast<char>(std::toupper(w[0]));
+    s += (i ? " " : "") + w;
+    if (i % 11 == 10) s += ",";
+  }
+  return s + ". ";
+}
+
+struct Message {
+  std::string role, content;
+};
+
+// ChatML, as Qwen's templates write it; the template's own text may carry control tokens, the
+// message content may not.
+TextPrompt render(const std::vector<Message>& msgs) {
+  TextPrompt p;
+  p.add_special = true;
+  for (const Message& m : msgs) {
+    const size_t b = p.text.size();
+    p.text += "<|im_start|>" + m.role + "\n";
+    p.special_ranges.push_back({b, p.text.size()});
+    p.text += m.content;
+    const size_t e = p.text.size();
+    p.text += "<|im_end|>\n";
+    p.special_ranges.push_back({e, p.text.size()});
+  }
+  const size_t b = p.text.size();
+  p.text += "<|im_start|>assistant\n";
+  p.special_ranges.push_back({b, p.text.size()});
+  return p;
+}
+
+struct TurnStats {
+  double ttft_ms = 0;
+  int64_t prompt = 0, cached = 0, prefilled = 0, fresh = 0;
+};
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"chat replay benchmark"};
+  std::string model_path, kv_mem, cache_dir, transcript;
+  int sessions = 4, turns = 8, from = 1, threads = 2, reply_tokens = 32, user_words = 60;
+  bool concurrent = false, no_cache = false;
+  app.add_option("-m,--model", model_path)->required();
+  app.add_option("--sessions", sessions);
+  app.add_option("--turns", turns, "last turn to run");
+  app.add_option("--from", from, "first turn to run (needs --transcript for earlier turns)");
+  app.add_option("--reply-tokens", reply_tokens);
+  app.add_option("--user-words", user_words);
+  app.add_flag("--concurrent", concurrent, "all sessions' turns at once (default: round-robin)");
+  app.add_option("--kv-mem", kv_mem);
+  app.add_option("--cache-dir", cache_dir);
+  app.add_flag("--no-cache", no_cache);
+  app.add_option("--transcript", transcript, "conversations file (read with --from, written)");
+  app.add_option("-t,--threads", threads);
+  CLI11_PARSE(app, argc, argv);
+
+  auto model = Model::load(model_path);
+  const Tokenizer tok = Tokenizer::from_gguf(model->file());
+  ops::ThreadPool pool(threads);
+  EngineOptions eo;
+  eo.max_running = std::max(4, sessions);
+  eo.max_seq_tokens = 8192;
+  eo.prefix_cache = !no_cache;
+  eo.cache_dir = cache_dir;
+  if (!kv_mem.empty()) eo.kv_bytes = parse_byte_size(kv_mem).value_or(0);
+  auto t_load = std::chrono::steady_clock::now();
+  Engine engine(*model, tok, eo, pool);
+  std::printf(
+      "model %s | KV %zu bytes/token, pool %d blocks | cache %s%s | load %.0f ms\n",
+      model_path.c_str(), engine.kv_bytes_per_token(), engine.kv_pool().n_blocks(),
+      no_cache ? "off" : "on", cache_dir.empty() ? "" : (" + disk " + cache_dir).c_str(),
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_load).count());
+
+  std::mt19937 rng(1234);
+  std::string system = "You are a helpful assistant. ";
+  for (int i = 0; i < 12; ++i) system += sentence(rng, 14);
+  std::vector<std::vector<Message>> conv(static_cast<size_t>(sessions));
+  std::vector<int64_t> known(static_cast<size_t>(sessions), 0);  // tokens the server has seen
+  if (from > 1) {
+    std::ifstream in(transcript);
+    if (!in) {
+      std::fprintf(stderr, "--from %d needs --transcript with the earlier turns\n", from);
+      return 1;
+    }
+    const auto j = nlohmann::json::parse(in);
+    for (size_t s = 0; s < conv.size(); ++s) {
+      for (const auto& m : j["sessions"][s]["messages"])
+        conv[s].push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
+      known[s] = j["sessions"][s]["known"].get<int64_t>();
+    }
+  } else {
+    for (auto& c : conv) c.push_back({"system", system});
+  }
+  // Each session's user messages come from its own stream, whatever turns this run covers.
+  std::vector<std::mt19937> user_rng;
+  for (int s = 0; s < sessions; ++s) user_rng.emplace_back(1000 + s);
+  for (int t = 1; t < from; ++t)
+    for (auto& r : user_rng) (void)sentence(r, user_words);
+
+  std::printf("\n%5s %10s %10s %8s %8s %8s %8s\n", "turn", "ttft_ms", "ttft_max", "prompt", "new",
+              "cached", "prefill");
+  std::vector<std::vector<TurnStats>> stats(static_cast<size_t>(turns + 1));
+  int64_t total_new = 0, total_prefilled = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int t = from; t <= turns; ++t) {
+    std::vector<std::string> replies(static_cast<size_t>(sessions));
+    std::vector<TurnStats> ts(static_cast<size_t>(sessions));
+    auto submit = [&](int s) {
+      auto& c = conv[static_cast<size_t>(s)];
+      c.push_back({"user", sentence(user_rng[static_cast<size_t>(s)], user_words)});
+      GenerationRequest r;
+      r.prompt_text = render(c);
+      SamplerParams sp;
+      sp.temperature = 0;
+      r.sampling = sp;
+      r.max_tokens = reply_tokens;
+      r.on_event = [&, s](const EngineEvent& e) {
+        auto& st = ts[static_cast<size_t>(s)];
+        if (e.kind == EngineEvent::Kind::Token) {
+          replies[static_cast<size_t>(s)] += e.text;
+        } else {
+          st.ttft_ms = e.stats.ttft_ms;
+          st.prompt = e.stats.prompt_tokens;
+          st.cached = e.stats.cached_tokens;
+          st.prefilled = e.stats.prefilled_tokens;
+          // New: what the server has not seen in this conversation (the shared system prompt
+          // counts as seen after the first session's first turn).
+          st.fresh = e.stats.prompt_tokens - known[static_cast<size_t>(s)];
+          known[static_cast<size_t>(s)] = e.stats.prompt_tokens + e.stats.generated_tokens;
+        }
+      };
+      if (!engine.submit(std::move(r)).ok()) std::fprintf(stderr, "submit refused\n");
+    };
+    for (int s = 0; s < sessions; ++s) {
+      if (t == 1 && s > 0 && known[static_cast<size_t>(s)] == 0) {
+        // The rendered system block is shared with session 0.
+        TextPrompt sys = render({{"system", system}});
+        const size_t cut = sys.text.rfind("<|im_start|>assistant\n");
+        known[static_cast<size_t>(s)] =
+            static_cast<int64_t>(tok.encode(sys.text.substr(0, cut), true, true).size());
+      }
+      submit(s);
+      if (!concurrent) engine.run_until_idle();
+    }
+    if (concurrent) engine.run_until_idle();
+    std::vector<double> ttft;
+    double worst = 0;
+    TurnStats sum;
+    for (int s = 0; s < sessions; ++s) {
+      const TurnStats& x = ts[static_cast<size_t>(s)];
+      conv[static_cast<size_t>(s)].push_back({"assistant", replies[static_cast<size_t>(s)]});
+      ttft.push_back(x.ttft_ms);
+      worst = std::max(worst, x.ttft_ms);
+      sum.prompt += x.prompt;
+      sum.cached += x.cached;
+      sum.prefilled += x.prefilled;
+      sum.fresh += x.fresh;
+    }
+    stats[static_cast<size_t>(t)] = ts;
+    total_new += sum.fresh;
+    total_prefilled += sum.prefilled;
+    std::printf("%5d %10.1f %10.1f %8lld %8lld %8lld %8lld\n", t, median(ttft), worst,
+                static_cast<long long>(sum.prompt / sessions),
+                static_cast<long long>(sum.fresh / sessions),
+                static_cast<long long>(sum.cached / sessions),
+                static_cast<long long>(sum.prefilled / sessions));
+    std::fflush(stdout);
+  }
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const EngineMetrics m = engine.metrics();
+  std::printf(
+      "\nprefilled / new tokens: %lld / %lld = %.3f | wall %.1f s\n",
+      static_cast<long long>(total_prefilled), static_cast<long long>(total_new),
+      total_new ? static_cast<double>(total_prefilled) / static_cast<double>(total_new) : 0.0,
+      wall);
+  if (from <= 2 && turns >= 2) {
+    std::vector<double> a, b;
+    for (const auto& x : stats[2]) a.push_back(x.ttft_ms);
+    for (const auto& x : stats[static_cast<size_t>(turns)]) b.push_back(x.ttft_ms);
+    std::printf("median TTFT turn %d / turn 2: %.1f / %.1f ms = %.2f\n", turns, median(b),
+                median(a), median(a) > 0 ? median(b) / median(a) : 0.0);
+  }
+  std::printf(
+      "cache: evictions %lld, disk hits %lld tokens, disk writes %lld, reads %lld, "
+      "rejected %lld\n",
+      static_cast<long long>(m.cache.evictions), static_cast<long long>(m.cache.disk_hit_tokens),
+      static_cast<long long>(m.disk.writes), static_cast<long long>(m.disk.reads),
+      static_cast<long long>(m.disk.rejected));
+  if (!transcript.empty()) {
+    nlohmann::json j;
+    for (size_t s = 0; s < conv.size(); ++s) {
+      nlohmann::json msgs = nlohmann::json::array();
+      for (const auto& msg : conv[s])
+        msgs.push_back({{"role", msg.role}, {"content", msg.content}});
+      j["sessions"].push_back({{"messages", msgs}, {"known", known[s]}});
+    }
+    std::ofstream(transcript) << j.dump();
+  }
+  return 0;
+}
