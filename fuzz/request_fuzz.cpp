@@ -1,0 +1,44 @@
+// libFuzzer target: the server's request parser. Any body must give a ParsedRequest or an
+// ApiError (a 4xx), never another exception, a crash or a hang. The first byte picks the API.
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "server/api_error.h"
+#include "server/prompt_builder.h"
+#include "server/request.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  const std::string body(reinterpret_cast<const char*>(data + 1), size - 1);
+  using namespace hearth::server;
+  try {
+    const nlohmann::json j = parse_json_body(body);
+    ParsedRequest r;
+    switch (data[0] % 3) {
+      case 0:
+        r = parse_chat_request(j);
+        break;
+      case 1:
+        r = parse_completions_request(j);
+        break;
+      default:
+        r = parse_llama_completion_request(j);
+        break;
+    }
+    if (r.api == Api::ChatCompletions) {
+      hearth::TextPrompt p = render_chat(r.messages, r.add_generation_prompt);
+      for (auto [b, e] : p.special_ranges)
+        if (b > e || e > p.text.size()) std::abort();
+      check_context(static_cast<int64_t>(p.text.size()), r.max_tokens, 1 << 20);
+    }
+    hearth::GenerationRequest g;
+    apply_sampling(r.sampling, g);
+  } catch (const ApiError& e) {
+    if (e.status < 400 || e.status > 499) std::abort();
+    (void)e.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+  return 0;
+}
