@@ -248,6 +248,11 @@ void Engine::take_inbox() {
 }
 
 void Engine::finish(Sequence& s, FinishReason reason, const std::string& error) {
+  const std::string flushed = s.detok.flush();  // held-back bytes, as U+FFFD
+  if (s.has_text && !flushed.empty() && !s.text_ends.empty()) {
+    s.text += flushed;
+    s.text_ends.back() = static_cast<uint32_t>(s.text.size());
+  }
   if (reason == FinishReason::Error) {  // the blocks' contents are not trusted
     for (int32_t b : s.blocks) kv_.release(b);
     s.blocks.clear();
@@ -266,7 +271,7 @@ void Engine::finish(Sequence& s, FinishReason reason, const std::string& error) 
   totals_.preemptions += s.stats.preemptions;
   EngineEvent e;
   e.kind = EngineEvent::Kind::Token;
-  const std::string tail = s.stops.push(s.detok.flush()) + s.stops.flush();
+  const std::string tail = s.stops.push(flushed) + s.stops.flush();
   if (!tail.empty() && reason != FinishReason::Cancelled) {
     e.request_id = s.id;
     e.text = tail;
@@ -553,11 +558,15 @@ bool Engine::step() {
     }
     ++s.stats.generated_tokens;
     s.tokens.push_back(id);
-    if (s.has_text) {  // as a template would write it back (control tokens included)
-      s.text += tok_.token_to_piece(id, true);
+    const bool eog = s.req.stop_at_eog && tok_.is_eog(id);
+    const std::string emitted = eog ? std::string() : s.detok.push(id);
+    if (s.has_text) {
+      // The text as the client received it (the end-of-turn token as the template writes it):
+      // what a client sends back in the next turn. A token whose bytes are still held back
+      // (an incomplete character) has no text yet; no text match ends there.
+      s.text += eog ? tok_.token_to_piece(id, true) : emitted;
       s.text_ends.push_back(static_cast<uint32_t>(s.text.size()));
     }
-    const bool eog = s.req.stop_at_eog && tok_.is_eog(id);
     EngineEvent e;
     e.request_id = s.id;
     e.token = id;
@@ -566,7 +575,7 @@ bool Engine::step() {
       e.top_logprobs.reserve(r.top_logprobs.size());
       for (const LogprobEntry& t : r.top_logprobs) e.top_logprobs.push_back({t.token, t.logprob});
     }
-    if (!eog) e.text = s.stops.push(s.detok.push(id));
+    if (!eog) e.text = s.stops.push(emitted);
     s.emit(e);
     if (eog || s.stops.stopped()) {
       finish(s, FinishReason::Stop);

@@ -217,6 +217,17 @@ PrefixMatch PrefixCache::match_text(std::span<const int32_t> lead, std::string_v
     if (best_used < bt) break;
     node = best;
   }
+  // A match may not end on a token without text (bytes of an incomplete character, emitted
+  // with a later token): the text after it would repeat them.
+  while (!path.empty()) {
+    Step& st = path.back();
+    const auto i = static_cast<size_t>(st.used - 1);
+    const int64_t g = pos - 1;
+    if (g < static_cast<int64_t>(lead.size()) || st.node->text_begin(i) != st.node->ends[i])
+      break;
+    --pos;
+    if (--st.used == 0) path.pop_back();
+  }
   PrefixMatch m = take(path);
   stats_.lookup_tokens += m.n_tokens();  // the rest is counted by the caller as new
   return m;
