@@ -118,11 +118,11 @@ TEST(TemplateSemantics, LimitsStopHostileTemplates) {
     }
   }
   // Values cannot nest without bound or contain themselves (bounded recursion, no leaks).
-  for (const char* src : {
-           "{% set ns = namespace(x=[]) %}{% for i in range(900) %}{% set ns.x = [ns.x] %}"
-           "{% endfor %}{{ ns.x | length }}",
-           "{% set ns = namespace() %}{% set ns.me = [1, {'a': ns}] %}",
-           "{% set ns = namespace() %}{% set ns.f = [ns].count %}"}) {
+  for (const char* src :
+       {"{% set ns = namespace(x=[]) %}{% for i in range(900) %}{% set ns.x = [ns.x] %}"
+        "{% endfor %}{{ ns.x | length }}",
+        "{% set ns = namespace() %}{% set ns.me = [1, {'a': ns}] %}",
+        "{% set ns = namespace() %}{% set ns.f = [ns].count %}"}) {
     SCOPED_TRACE(src);
     EXPECT_THROW(render(src, json::object(), opt), TemplateError);
   }
