@@ -9,6 +9,7 @@
 #include "server/api_error.h"
 #include "server/prompt_builder.h"
 #include "server/request.h"
+#include "util/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
@@ -35,7 +36,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       check_context(static_cast<int64_t>(p.text.size()), r.max_tokens, 1 << 20);
     }
     hearth::GenerationRequest g;
-    apply_sampling(r.sampling, g);
+    hearth::VocabAccess vocab;
+    vocab.n_vocab = 32000;
+    vocab.token_piece = [](int32_t) { return std::string("x"); };
+    vocab.tokenize = [](std::string_view t) { return std::vector<int32_t>(t.size() % 4, 1); };
+    apply_sampling(j, r, vocab, g);
+  } catch (const hearth::Error&) {
+    // the sampler layer's own validation: a 400 too
   } catch (const ApiError& e) {
     if (e.status < 400 || e.status > 499) std::abort();
     (void)e.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

@@ -86,6 +86,7 @@ int serve(ServeOptions o) {
     info.id = o.alias.empty() ? path.filename().string() : o.alias;
     info.aliases = {o.model, path.filename().string(), path.stem().string()};
     info.n_ctx = n_ctx;
+    info.chat_template = model->file().get_string("tokenizer.chat_template");
     srv.set_backend(*tok, *engine, info);
     std::fprintf(stderr, "hearth: ready: model '%s', context %lld, %d parallel\n", info.id.c_str(),
                  static_cast<long long>(n_ctx), o.parallel);

@@ -7,9 +7,9 @@
 #include "server/event_channel.h"
 #include "server/openai_response.h"
 #include "server/prompt_builder.h"
-#include "server/reasoning_splitter.h"
 #include "server/server_impl.h"
 #include "server/sse.h"
+#include "util/error.h"
 
 namespace hearth::server {
 
@@ -98,7 +98,15 @@ void Server::Impl::handle_generation(Api api, const httplib::Request& http_req,
                      : api == Api::Completions   ? parse_completions_request(body)
                                                  : parse_llama_completion_request(body);
   check_model(pr.model);
-  BuiltPrompt bp = build_prompt(pr, *tok, model.n_ctx);
+  if (api == Api::ChatCompletions) {
+    // Templates see objects in the order the client wrote them (tojson of tools, arguments).
+    const auto ordered = nlohmann::ordered_json::parse(http_req.body);
+    pr.messages_json = ordered["messages"];
+    if (auto t = ordered.find("tools"); t != ordered.end()) pr.tools = *t;
+    if (auto k = ordered.find("chat_template_kwargs"); k != ordered.end())
+      pr.chat_template_kwargs = *k;
+  }
+  BuiltPrompt bp = build_prompt(pr, *tok, model.n_ctx, formatter.get());
   const int64_t prompt_n = static_cast<int64_t>(bp.tokens.size());
 
   GenerationRequest g;
@@ -109,8 +117,7 @@ void Server::Impl::handle_generation(Api api, const httplib::Request& http_req,
   g.max_tokens = pr.max_tokens.value_or(model.n_ctx - prompt_n);
   g.stop = pr.stop;
   g.stop_at_eog = !pr.ignore_eos;
-  g.n_probs = pr.logprobs ? std::max<int32_t>(1, pr.top_logprobs) : 0;
-  apply_sampling(pr.sampling, g);
+  apply_sampling(body, pr, vocab, g);
   auto channel = std::make_shared<EventChannel>();
   g.on_event = [channel](const EngineEvent& e) { channel->push(e); };
 
@@ -156,10 +163,9 @@ void Server::Impl::handle_generation(Api api, const httplib::Request& http_req,
     switch (api) {
       case Api::ChatCompletions: {
         std::string reasoning;
-        if (pr.reasoning_format == "deepseek") {
-          ReasoningSplitter split;
-          auto a = split.push(text);
-          auto b = split.flush();
+        if (bp.reasoning) {
+          chat::ReasoningDelta a = bp.reasoning->push(text);
+          chat::ReasoningDelta b = bp.reasoning->finish();
           reasoning = a.reasoning + b.reasoning;
           text = a.content + b.content;
         }
@@ -204,8 +210,8 @@ void Server::Impl::handle_generation(Api api, const httplib::Request& http_req,
   res.set_header("X-Accel-Buffering", "no");
   const bool include_usage = pr.include_usage;
   const int32_t top_n = pr.top_logprobs;
-  auto splitter = pr.reasoning_format == "deepseek" ? std::make_shared<ReasoningSplitter>()
-                                                    : std::shared_ptr<ReasoningSplitter>();
+  auto splitter = bp.reasoning ? std::make_shared<chat::ReasoningSplitter>(*bp.reasoning)
+                               : std::shared_ptr<chat::ReasoningSplitter>();
   const int64_t engine_id = sub.id;
   res.set_chunked_content_provider(
       "text/event-stream",
@@ -271,7 +277,7 @@ void Server::Impl::handle_generation(Api api, const httplib::Request& http_req,
                             .to_json()));
         } else if (api == Api::ChatCompletions) {
           if (splitter) {
-            auto parts = splitter->flush();
+            chat::ReasoningDelta parts = splitter->finish();
             json delta = json::object();
             if (!parts.reasoning.empty()) delta["reasoning_content"] = parts.reasoning;
             if (!parts.content.empty()) delta["content"] = parts.content;
@@ -314,6 +320,8 @@ void Server::Impl::add_generation_routes() {
         handle_generation(api, req, res);
       } catch (const ApiError& e) {
         send_error(res, e);
+      } catch (const Error& e) {  // sampler values, template refusals: the request's fault
+        send_error(res, ApiError(400, e.what()));
       } catch (const std::exception& e) {
         send_error(res, ApiError(500, fmt::format("internal error: {}", e.what()), "server_error"));
       }

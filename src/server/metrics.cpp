@@ -90,18 +90,37 @@ std::string Metrics::render(const MetricsGauges& g) const {
                   "Submit to first generated token, milliseconds.");
   token_ms_.render(out, "hearth_time_per_output_token_ms",
                    "Mean decode time per token after the first, milliseconds, per request.");
+  const EngineMetrics& e = g.engine;
   metric(out, "hearth_requests_running", "gauge", "Sequences in the engine's running set.",
-         d(g.requests_running));
-  metric(out, "hearth_requests_queued", "gauge", "Sequences waiting to be scheduled.",
-         d(g.requests_queued));
+         d(e.running));
+  metric(out, "hearth_requests_queued", "gauge", "Sequences waiting to be scheduled.", d(e.queued));
   metric(out, "hearth_http_generations_active", "gauge",
          "Generation requests being served over HTTP.", d(g.http_requests_active));
-  metric(out, "hearth_kv_blocks_total", "gauge", "KV pool blocks.", d(g.kv_blocks_total));
-  metric(out, "hearth_kv_blocks_used", "gauge", "KV pool blocks in use.", d(g.kv_blocks_used));
+  const int64_t used = e.kv_blocks - e.kv_blocks_free;
+  metric(out, "hearth_kv_blocks_total", "gauge", "KV pool blocks.", d(e.kv_blocks));
+  metric(out, "hearth_kv_blocks_used", "gauge", "KV pool blocks in use (cache included).", d(used));
+  metric(out, "hearth_kv_blocks_cache_only", "gauge",
+         "KV blocks held only by the prefix cache (reclaimable).", d(e.kv_blocks_cache_only));
   metric(out, "hearth_kv_pool_usage_ratio", "gauge", "Used / total KV blocks.",
-         g.kv_blocks_total ? d(g.kv_blocks_used) / d(g.kv_blocks_total) : 0.0);
-  metric(out, "hearth_kv_block_tokens", "gauge", "Tokens per KV block.", d(g.kv_block_tokens));
-  metric(out, "hearth_kv_pool_bytes", "gauge", "KV pool size in bytes.", d(g.kv_bytes));
+         e.kv_blocks ? d(used) / d(e.kv_blocks) : 0.0);
+  metric(out, "hearth_prefix_cache_lookups_total", "counter", "Prefix cache lookups.",
+         d(e.cache.lookups));
+  metric(out, "hearth_prefix_cache_hit_tokens_total", "counter",
+         "Tokens served from the prefix cache (memory or disk).", d(e.cache.hit_tokens));
+  metric(out, "hearth_prefix_cache_lookup_hit_ratio", "gauge",
+         "Hit tokens / looked-up tokens since start.",
+         e.cache.lookup_tokens ? d(e.cache.hit_tokens) / d(e.cache.lookup_tokens) : 0.0);
+  metric(out, "hearth_prefix_cache_evictions_total", "counter",
+         "Blocks evicted from memory (to disk or dropped).", d(e.cache.evictions));
+  metric(out, "hearth_prefix_cache_resident_blocks", "gauge", "Blocks held by the prefix cache.",
+         d(e.cache.resident_blocks));
+  metric(out, "hearth_disk_tier_bytes_written_total", "counter", "KV bytes written to disk.",
+         d(e.disk.bytes_written));
+  metric(out, "hearth_disk_tier_bytes_read_total", "counter", "KV bytes read back from disk.",
+         d(e.disk.bytes_read));
+  metric(out, "hearth_disk_tier_hit_tokens_total", "counter", "Prefix tokens served from disk.",
+         d(e.cache.disk_hit_tokens));
+  metric(out, "hearth_disk_tier_bytes", "gauge", "KV bytes on disk now.", d(e.disk.bytes));
   return out;
 }
 

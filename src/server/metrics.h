@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/engine.h"
 #include "engine/request.h"
 
 namespace hearth::server {
@@ -29,13 +30,8 @@ class Histogram {
 
 // Read at scrape time.
 struct MetricsGauges {
-  int64_t requests_running = 0;      // engine sequences running
-  int64_t requests_queued = 0;       // engine sequences waiting
+  EngineMetrics engine;              // running/queued, KV pool, prefix cache, disk tier
   int64_t http_requests_active = 0;  // generation requests the server is serving
-  int64_t kv_blocks_total = 0;
-  int64_t kv_blocks_used = 0;
-  int64_t kv_block_tokens = 0;
-  uint64_t kv_bytes = 0;
 };
 
 class Metrics {

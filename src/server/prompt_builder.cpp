@@ -31,26 +31,29 @@ TextPrompt render_chat(const std::vector<ChatMessage>& messages, bool add_genera
 std::vector<int32_t> encode_prompt(const Tokenizer& tok, const TextPrompt& prompt) {
   if (!prompt.parse_special || prompt.special_ranges.empty())
     return tok.encode(prompt.text, prompt.add_special, prompt.parse_special);
-  std::vector<int32_t> out;
-  size_t pos = 0;
-  bool first = true;
-  auto piece = [&](size_t begin, size_t end, bool special) {
-    if (end <= begin) return;
-    auto ids = tok.encode(std::string_view(prompt.text).substr(begin, end - begin),
-                          first && prompt.add_special, special);
-    first = false;
-    out.insert(out.end(), ids.begin(), ids.end());
-  };
-  for (auto [b, e] : prompt.special_ranges) {
-    if (b < pos || e > prompt.text.size() || e < b) continue;  // malformed ranges: text only
-    piece(pos, b, false);
-    piece(b, e, true);
-    pos = e;
-  }
-  piece(pos, prompt.text.size(), false);
-  if (first && prompt.add_special) out = tok.encode("", true, false);
-  return out;
+  return tok.encode_with_control_ranges(prompt.text, prompt.add_special, prompt.special_ranges);
 }
+
+namespace {
+
+// One rendering of the (possibly truncated) conversation.
+TextPrompt render(const ParsedRequest& req, const nlohmann::ordered_json& messages,
+                  const std::vector<ChatMessage>& plain, const Tokenizer& tok,
+                  const chat::ChatFormatter* formatter, chat::Rendered* rendered) {
+  if (!formatter) return render_chat(plain, req.add_generation_prompt);
+  *rendered =
+      formatter->format(messages, req.tools, req.add_generation_prompt, req.chat_template_kwargs);
+  TextPrompt p;
+  p.text = rendered->text;
+  p.special_ranges = rendered->special_ok;
+  p.parse_special = true;
+  // Templates that write bos_token themselves must not get a second one.
+  const std::string bos = tok.bos() >= 0 ? tok.token_to_piece(tok.bos(), true) : "";
+  p.add_special = bos.empty() || p.text.rfind(bos, 0) != 0;
+  return p;
+}
+
+}  // namespace
 
 void check_context(int64_t prompt_tokens, std::optional<int64_t> max_tokens, int64_t n_ctx) {
   const int64_t want = prompt_tokens + (max_tokens ? *max_tokens : 1);
@@ -69,7 +72,8 @@ void check_context(int64_t prompt_tokens, std::optional<int64_t> max_tokens, int
   throw ApiError(400, msg, "invalid_request_error", "messages", "context_length_exceeded");
 }
 
-BuiltPrompt build_prompt(const ParsedRequest& req, const Tokenizer& tok, int64_t n_ctx) {
+BuiltPrompt build_prompt(const ParsedRequest& req, const Tokenizer& tok, int64_t n_ctx,
+                         const chat::ChatFormatter* formatter) {
   BuiltPrompt out;
   if (req.api != Api::ChatCompletions) {
     if (req.prompt_is_tokens) {
@@ -94,12 +98,18 @@ BuiltPrompt build_prompt(const ParsedRequest& req, const Tokenizer& tok, int64_t
   }
 
   std::vector<ChatMessage> messages = req.messages;
-  out.text = render_chat(messages, req.add_generation_prompt);
-  out.tokens = encode_prompt(tok, out.text);
-  if (req.truncation != "auto") {
+  nlohmann::ordered_json messages_json = req.messages_json;
+  chat::Rendered rendered;
+  auto finish = [&] {
+    if (req.reasoning_format == "deepseek")
+      out.reasoning =
+          formatter ? formatter->reasoning_splitter(rendered) : chat::ReasoningSplitter();
     check_context(static_cast<int64_t>(out.tokens.size()), req.max_tokens, n_ctx);
     return out;
-  }
+  };
+  out.text = render(req, messages_json, messages, tok, formatter, &rendered);
+  out.tokens = encode_prompt(tok, out.text);
+  if (req.truncation != "auto") return finish();
   // Keep the system messages and the newest turns that fit with room for the reply.
   const int64_t reserve = req.max_tokens ? *req.max_tokens : std::max<int64_t>(1, n_ctx / 4);
   while (static_cast<int64_t>(out.tokens.size()) + reserve > n_ctx) {
@@ -111,12 +121,12 @@ BuiltPrompt build_prompt(const ParsedRequest& req, const Tokenizer& tok, int64_t
       }
     if (victim == messages.size()) break;  // only system messages and the last turn are left
     messages.erase(messages.begin() + static_cast<std::ptrdiff_t>(victim));
+    messages_json.erase(messages_json.begin() + static_cast<std::ptrdiff_t>(victim));
     ++out.dropped_messages;
-    out.text = render_chat(messages, req.add_generation_prompt);
+    out.text = render(req, messages_json, messages, tok, formatter, &rendered);
     out.tokens = encode_prompt(tok, out.text);
   }
-  check_context(static_cast<int64_t>(out.tokens.size()), req.max_tokens, n_ctx);
-  return out;
+  return finish();
 }
 
 }  // namespace hearth::server

@@ -11,14 +11,14 @@
 #include <vector>
 
 #include "engine/request.h"
+#include "sampling/vocab_access.h"
 
 namespace hearth::server {
 
 enum class Api { ChatCompletions, Completions, LlamaCompletion };
 
-// Sampler settings under OpenAI's and llama-server's names. Only temperature and seed reach
-// the engine today; the rest are validated and kept for the sampler chain (see
-// apply_sampling, the one place that maps them).
+// Sampler settings under OpenAI's and llama-server's names, validated with OpenAI's ranges and
+// parameter names in errors. The engine's sampler chain is built by apply_sampling.
 struct SamplingSpec {
   float temperature = 1.0f;
   std::optional<uint64_t> seed;
@@ -46,11 +46,12 @@ struct ParsedRequest {
 
   // Chat
   std::vector<ChatMessage> messages;
+  nlohmann::ordered_json messages_json;  // as sent, for the chat template
   bool add_generation_prompt = true;
-  nlohmann::json chat_template_kwargs = nlohmann::json::object();
-  nlohmann::json tools;                   // passed to the template; null when absent
-  std::string reasoning_format = "none";  // none | deepseek
-  std::string truncation = "disabled";    // disabled | auto
+  nlohmann::ordered_json chat_template_kwargs;  // object or null
+  nlohmann::ordered_json tools;                 // passed to the template; null when absent
+  std::string reasoning_format = "none";        // none | deepseek
+  std::string truncation = "disabled";          // disabled | auto
 
   // Completions: a prompt string or token ids
   std::string prompt_text;
@@ -78,7 +79,10 @@ ParsedRequest parse_chat_request(const nlohmann::json& body);
 ParsedRequest parse_completions_request(const nlohmann::json& body);
 ParsedRequest parse_llama_completion_request(const nlohmann::json& body);
 
-// The one place server sampler settings become engine request fields.
-void apply_sampling(const SamplingSpec& spec, GenerationRequest& request);
+// The one place a request's sampler settings become the engine's sampler chain (llama-server's
+// names and defaults, logit_bias, DRY, ...; sampling/params_json.h) and logprob count.
+// Throws hearth::Error naming a bad parameter.
+void apply_sampling(const nlohmann::json& body, const ParsedRequest& parsed,
+                    const VocabAccess& vocab, GenerationRequest& request);
 
 }  // namespace hearth::server

@@ -4,6 +4,7 @@
 #include <limits>
 #include <random>
 
+#include "sampling/params_json.h"
 #include "server/api_error.h"
 #include "server/request.h"
 
@@ -105,12 +106,6 @@ void refuse_unsupported(const json& b) {
   if (auto n = get_int(b, "best_of"); n && *n != 1)
     throw ApiError(400, "only best_of=1 is supported", "invalid_request_error", "best_of",
                    "unsupported_parameter");
-  if (const json* v = field(b, "logit_bias")) {
-    if (!v->is_object()) wrong_type("logit_bias", "an object", *v);
-    if (!v->empty())
-      throw ApiError(400, "logit_bias is not supported", "invalid_request_error", "logit_bias",
-                     "unsupported_parameter");
-  }
   if (const json* v = field(b, "response_format")) {
     if (!v->is_object()) wrong_type("response_format", "an object", *v);
     const json* t = field(*v, "type");
@@ -125,7 +120,8 @@ void refuse_unsupported(const json& b) {
 
 // Sampler fields under both vocabularies (OpenAI's and llama-server's).
 void parse_sampling(const json& b, SamplingSpec& s, bool llama_names) {
-  if (auto t = get_number(b, "temperature")) s.temperature = in_range("temperature", *t, 0.0, 2.0);
+  if (auto t = get_number(b, "temperature"))
+    s.temperature = in_range("temperature", *t, 0.0, llama_names ? 100.0 : 2.0);
   if (auto v = get_number(b, "top_p")) s.top_p = in_range("top_p", *v, 0.0, 1.0);
   if (auto v = get_number(b, "presence_penalty"))
     s.presence_penalty = in_range("presence_penalty", *v, -2.0, 2.0);
@@ -285,6 +281,7 @@ ParsedRequest parse_chat_request(const json& b) {
   parse_sampling(b, r.sampling, false);
   parse_openai_max_tokens(b, r);
   r.messages = parse_messages(b);
+  r.messages_json = nlohmann::ordered_json::parse(b["messages"].dump());
   if (auto v = get_bool(b, "logprobs")) r.logprobs = *v;
   if (auto v = get_int(b, "top_logprobs")) {
     r.top_logprobs = static_cast<int32_t>(in_range("top_logprobs", *v, 0, 20));
@@ -293,11 +290,11 @@ ParsedRequest parse_chat_request(const json& b) {
   if (auto v = get_bool(b, "add_generation_prompt")) r.add_generation_prompt = *v;
   if (const json* v = field(b, "chat_template_kwargs")) {
     if (!v->is_object()) wrong_type("chat_template_kwargs", "an object", *v);
-    r.chat_template_kwargs = *v;
+    r.chat_template_kwargs = nlohmann::ordered_json::parse(v->dump());
   }
   if (const json* v = field(b, "tools")) {
     if (!v->is_array()) wrong_type("tools", "an array", *v);
-    r.tools = *v;
+    r.tools = nlohmann::ordered_json::parse(v->dump());
   }
   if (auto v = get_string(b, "reasoning_format")) {
     if (*v == "auto") *v = "deepseek";
@@ -344,9 +341,11 @@ ParsedRequest parse_llama_completion_request(const json& b) {
   return r;
 }
 
-void apply_sampling(const SamplingSpec& spec, GenerationRequest& request) {
-  request.temperature = spec.temperature;
-  request.seed = spec.seed ? *spec.seed : std::random_device{}();
+void apply_sampling(const json& body, const ParsedRequest& parsed, const VocabAccess& vocab,
+                    GenerationRequest& request) {
+  SamplerParams p = sampler_params_from_json(body, vocab);
+  p.n_probs = parsed.logprobs ? std::max<int32_t>(1, parsed.top_logprobs) : 0;
+  request.sampling = std::move(p);
 }
 
 }  // namespace hearth::server

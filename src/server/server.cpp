@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <sys/socket.h>
+
+#include <cstdio>
 #include <ctime>
 
 #include "server/auth.h"
@@ -40,7 +43,7 @@ httplib::Server::Handler guarded(Server::Impl* s, F f) {
       f(req, res);
     } catch (const ApiError& e) {
       send_error(res, e);
-    } catch (const Error& e) {
+    } catch (const Error& e) {  // validation below the server (sampler, template, tokenizer)
       send_error(res, ApiError(400, e.what()));
     } catch (const std::exception& e) {
       send_error(res, ApiError(500, fmt::format("internal error: {}", e.what()), "server_error"));
@@ -96,6 +99,10 @@ void Server::Impl::setup_routes() {
   http.set_keep_alive_timeout(opt.keep_alive_s);
   http.set_read_timeout(opt.io_timeout_s);
   http.set_write_timeout(opt.io_timeout_s);
+  http.set_socket_options([this](int fd) {
+    httplib::default_socket_options(fd);  // SO_REUSEADDR
+    listen_fd = fd;
+  });
   const int threads = std::max(4, opt.http_threads);
   http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
 
@@ -210,15 +217,7 @@ void Server::Impl::setup_routes() {
 
   http.Get("/metrics", guarded(this, [this](const httplib::Request&, httplib::Response& res) {
              MetricsGauges g;
-             if (ready.load()) {
-               g.requests_running = engine->running();
-               g.requests_queued = engine->queued();
-               const BlockPool& kv = engine->kv_pool();
-               g.kv_blocks_total = kv.n_blocks();
-               g.kv_blocks_used = kv.n_blocks() - kv.n_free();
-               g.kv_block_tokens = kv.block_tokens();
-               g.kv_bytes = kv.bytes();
-             }
+             if (ready.load()) g.engine = engine->metrics();
              {
                std::lock_guard lock(active_mu);
                g.http_requests_active = static_cast<int64_t>(active.size());
@@ -266,6 +265,9 @@ int Server::bind() {
   } else if (!s.http.bind_to_port(s.opt.host, s.opt.port)) {
     fail("cannot bind {}:{} (in use, or not an address of this machine)", s.opt.host, s.opt.port);
   }
+  // cpp-httplib 0.11 listens with a backlog of 5: bursts of connections overflow it and some
+  // clients see resets. Calling listen() again on the socket raises the backlog.
+  if (s.listen_fd >= 0) ::listen(s.listen_fd, 1024);
   return s.opt.port;
 }
 
@@ -278,6 +280,14 @@ int Server::port() const {
 }
 
 void Server::set_backend(const Tokenizer& tok, Engine& engine, ModelInfo info) {
+  const std::string bos = tok.bos() >= 0 ? tok.token_to_piece(tok.bos(), true) : "";
+  const std::string eos = tok.eos() >= 0 ? tok.token_to_piece(tok.eos(), true) : "";
+  impl_->formatter = std::make_unique<chat::ChatFormatter>(info.chat_template, bos, eos);
+  if (impl_->formatter->uses_fallback())
+    std::fprintf(stderr, "hearth: %s\n", impl_->formatter->warning().c_str());
+  impl_->vocab = {static_cast<int32_t>(tok.n_vocab()),
+                  [&tok](int32_t id) { return tok.token_to_piece(id, true); },
+                  [&tok](std::string_view text) { return tok.encode(text, false, false); }};
   impl_->tok = &tok;
   impl_->engine = &engine;
   impl_->model = std::move(info);

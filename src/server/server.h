@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,10 +37,11 @@ struct ServerOptions {
 };
 
 struct ModelInfo {
-  std::string id;                    // the name /v1/models lists
-  std::vector<std::string> aliases;  // other names accepted in "model" (file name, path)
-  int64_t n_ctx = 0;                 // context per sequence (prompt + reply)
-  int64_t created = 0;               // unix time for /v1/models
+  std::string id;                            // the name /v1/models lists
+  std::vector<std::string> aliases;          // other names accepted in "model" (file name, path)
+  int64_t n_ctx = 0;                         // context per sequence (prompt + reply)
+  int64_t created = 0;                       // unix time for /v1/models
+  std::optional<std::string> chat_template;  // tokenizer.chat_template (none: ChatML)
 };
 
 class Server {
@@ -54,7 +56,8 @@ class Server {
   // Serves until shutdown(); returns after in-flight handlers are done.
   void run();
   // The model is ready: generation routes work and /health says ok. `tok` and `engine` must
-  // outlive the server (or shutdown()); the engine must be started.
+  // outlive the server (or shutdown()); the engine must be started. Throws when the chat
+  // template does not parse.
   void set_backend(const Tokenizer& tok, Engine& engine, ModelInfo info);
   // Stops accepting (new requests get 503), lets in-flight generations finish for `grace`,
   // cancels the rest, then stops the listener. Safe from any thread, idempotent.

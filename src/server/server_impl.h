@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 
+#include "chat/chat_formatter.h"
 #include "engine/engine.h"
 #include "server/api_error.h"
 #include "server/metrics.h"
@@ -39,6 +40,8 @@ struct Server::Impl {
   const Tokenizer* tok = nullptr;
   Engine* engine = nullptr;
   ModelInfo model;
+  std::unique_ptr<chat::ChatFormatter> formatter;
+  VocabAccess vocab;
   std::atomic<bool> ready{false};
   std::atomic<bool> draining{false};
 
@@ -47,6 +50,7 @@ struct Server::Impl {
   std::map<int64_t, std::shared_ptr<ActiveRequest>> active;  // by server request number
   int64_t next_request = 1;
   std::atomic<int64_t> next_response_id{1};
+  int listen_fd = -1;  // captured before httplib's listen(), to raise its backlog
 
   void setup_routes();
   void add_generation_routes();

@@ -4,6 +4,7 @@
 #include "server/api_error.h"
 #include "server/prompt_builder.h"
 #include "server/request.h"
+#include "util/error.h"
 
 namespace hearth::server {
 namespace {
@@ -93,7 +94,6 @@ TEST(ParseChat, RejectsWrongTypesNamingTheParameter) {
       {{{"messages", json::array({{{"content", "x"}}})}}, "messages[0].role"},
       {{{"messages", json::array({{{"role", "user"}}})}}, "messages[0].content"},
       {{{"n", 2}}, "n"},
-      {{{"logit_bias", {{"5", 1}}}}, "logit_bias"},
       {{{"response_format", {{"type", "json_object"}}}}, "response_format"},
       {{{"stream_options", {{"include_usage", true}}}}, "stream_options"},  // without stream
       {{{"top_logprobs", 3}}, "top_logprobs"},                              // without logprobs
@@ -184,13 +184,28 @@ TEST(ParseLlamaCompletion, LlamaServerNames) {
 }
 
 TEST(Sampling, MappedInOnePlace) {
-  SamplingSpec s;
-  s.temperature = 0.25f;
-  s.seed = 42;
+  json body = {{"temperature", 0.25},         {"seed", 42},       {"top_k", 7},
+               {"logit_bias", {{"5", -100}}}, {"logprobs", true}, {"top_logprobs", 3}};
+  ParsedRequest pr = parse_chat_request(chat(body));
+  VocabAccess vocab;
+  vocab.n_vocab = 100;
   GenerationRequest g;
-  apply_sampling(s, g);
-  EXPECT_FLOAT_EQ(g.temperature, 0.25f);
-  EXPECT_EQ(g.seed, 42u);
+  apply_sampling(chat(body), pr, vocab, g);
+  ASSERT_TRUE(g.sampling);
+  EXPECT_FLOAT_EQ(g.sampling->temperature, 0.25f);
+  EXPECT_EQ(g.sampling->seed, 42u);
+  EXPECT_EQ(g.sampling->top_k, 7);
+  ASSERT_EQ(g.sampling->logit_bias.size(), 1u);
+  EXPECT_EQ(g.sampling->logit_bias[0].token, 5);
+  EXPECT_EQ(g.sampling->n_probs, 3);
+  // Values only the sampler layer checks still fail with the parameter named.
+  pr = parse_chat_request(chat());
+  try {
+    apply_sampling(chat({{"dry_multiplier", -1}}), pr, vocab, g);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("dry_multiplier"), std::string::npos) << e.what();
+  }
 }
 
 TEST(PromptBuilder, ChatRenderingMarksOnlyTemplateTextSpecial) {

@@ -40,6 +40,7 @@ struct Backend {
     info.id = "stories260K";
     info.aliases = {"stories260K.gguf"};
     info.n_ctx = 512;
+    info.chat_template = model->file().get_string("tokenizer.chat_template");
   }
   ~Backend() { engine->stop(); }
 };
@@ -456,8 +457,17 @@ TEST_F(ServerTest, SixtyFourConnectionsSixteenStreaming) {
         auto frames = test::sse_payloads(test::dechunk(c.read_until("\r\n0\r\n\r\n")));
         (!frames.empty() && frames.back() == "[DONE]" ? ok : failed)++;
       } else {
+        const auto t0 = std::chrono::steady_clock::now();
         auto r = post("/v1/completions", req);
+        const double ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count();
+        if (!r) std::printf("after %.0f ms: ", ms);
         (r && r->status == 200 ? ok : failed)++;
+        if (!r || r->status != 200)
+          std::printf("request %d: %s\n", i,
+                      r ? (std::to_string(r->status) + " " + r->body).c_str()
+                        : httplib::to_string(r.error()).c_str());
       }
     });
   }

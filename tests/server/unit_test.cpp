@@ -4,7 +4,6 @@
 #include "server/auth.h"
 #include "server/coalescer.h"
 #include "server/metrics.h"
-#include "server/reasoning_splitter.h"
 #include "server/sha256.h"
 #include "server/sse.h"
 
@@ -100,8 +99,12 @@ TEST(Metrics, RendersCountersAndHistograms) {
   m.record(s, FinishReason::Stop);
   m.record_http_error(404);
   MetricsGauges g;
-  g.kv_blocks_total = 8;
-  g.kv_blocks_used = 2;
+  g.engine.kv_blocks = 8;
+  g.engine.kv_blocks_free = 6;
+  g.engine.cache.lookup_tokens = 10;
+  g.engine.cache.hit_tokens = 5;
+  g.engine.cache.evictions = 3;
+  g.engine.disk.bytes_written = 4096;
   const std::string text = m.render(g);
   EXPECT_NE(text.find("hearth_prompt_tokens_total 10\n"), std::string::npos) << text;
   EXPECT_NE(text.find("hearth_prompt_tokens_cached_total 4\n"), std::string::npos);
@@ -113,6 +116,9 @@ TEST(Metrics, RendersCountersAndHistograms) {
   EXPECT_NE(text.find("hearth_time_per_output_token_ms_bucket{le=\"10\"} 1\n"), std::string::npos);
   EXPECT_NE(text.find("hearth_time_per_output_token_ms_count 1\n"), std::string::npos);
   EXPECT_NE(text.find("hearth_http_errors_total{class=\"4xx\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("hearth_prefix_cache_lookup_hit_ratio 0.5\n"), std::string::npos);
+  EXPECT_NE(text.find("hearth_prefix_cache_evictions_total 3\n"), std::string::npos);
+  EXPECT_NE(text.find("hearth_disk_tier_bytes_written_total 4096\n"), std::string::npos);
 }
 
 TEST(Sse, Framing) {
@@ -122,33 +128,6 @@ TEST(Sse, Framing) {
   const std::string f = sse_frame(nlohmann::json{{"t", std::string("\xe2\x82", 2)}});
   EXPECT_EQ(f.rfind("data: ", 0), 0u);
   EXPECT_EQ(f.substr(f.size() - 2), "\n\n");
-}
-
-TEST(ReasoningSplitter, SplitsThinkBlockAcrossDeltas) {
-  ReasoningSplitter s;
-  std::string reasoning, content;
-  for (std::string_view d : {"<th", "ink>let me", " think</thi", "nk>\n\nThe answer", " is 4."}) {
-    auto p = s.push(d);
-    reasoning += p.reasoning;
-    content += p.content;
-  }
-  auto p = s.flush();
-  reasoning += p.reasoning;
-  content += p.content;
-  EXPECT_EQ(reasoning, "let me think");
-  EXPECT_EQ(content, "The answer is 4.");
-}
-
-TEST(ReasoningSplitter, NoThinkBlockIsAllContentAndPartialTagsAreReleased) {
-  ReasoningSplitter s;
-  auto p = s.push("a <thi");
-  EXPECT_EQ(p.content, "a ");
-  p = s.push("s is fine");
-  EXPECT_EQ(p.content, "<this is fine");
-  ReasoningSplitter forced(true);  // the template opened the block
-  p = forced.push("hmm</think>ok");
-  EXPECT_EQ(p.reasoning, "hmm");
-  EXPECT_EQ(p.content, "ok");
 }
 
 }  // namespace
