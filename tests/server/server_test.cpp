@@ -300,6 +300,28 @@ TEST_F(ServerTest, StopStringsEndTheReply) {
   EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
 }
 
+TEST_F(ServerTest, TruncationAutoKeepsSystemAndNewestTurns) {
+  json messages = json::array({{{"role", "system"}, {"content", "You tell short stories."}}});
+  for (int i = 0; i < 30; ++i) {
+    messages.push_back(
+        {{"role", "user"}, {"content", "Once upon a time there was a cat " + std::to_string(i)}});
+    messages.push_back({{"role", "assistant"}, {"content", "The cat sat on the mat and slept."}});
+  }
+  messages.push_back({{"role", "user"}, {"content", "And then?"}});
+  json req = {{"messages", messages}, {"max_tokens", 16}, {"temperature", 0}};
+  auto r = post("/v1/chat/completions", req);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_EQ(json::parse(r->body)["error"]["code"], "context_length_exceeded") << r->body;
+  req["truncation"] = "auto";
+  r = post("/v1/chat/completions", req);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const int prompt = json::parse(r->body)["usage"]["prompt_tokens"];
+  EXPECT_LE(prompt + 16, 512);
+  EXPECT_GT(prompt, 512 / 2);  // it kept as many turns as fit, not just the last one
+}
+
 TEST_F(ServerTest, LlamaServerCompletionWithItsSamplerNames) {
   auto r = post("/completion", {{"prompt", "Once upon a time"},
                                 {"n_predict", 16},
