@@ -263,7 +263,7 @@ json parse_json_body(const std::string& body) {
   json j;
   try {
     j = json::parse(body);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for numbers like 1e400
     throw ApiError(400, fmt::format("the body is not valid JSON: {}", e.what()),
                    "invalid_request_error", "", "invalid_json");
   }
