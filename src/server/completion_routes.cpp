@@ -23,6 +23,7 @@ struct Outcome {
   RequestStats stats;
   std::string error;
   bool client_gone = false;
+  int32_t last_token = -1;
 };
 
 // Pumps one request's events: content deltas through the coalescer to `on_delta` (false: the
@@ -51,6 +52,7 @@ Outcome pump(EventChannel& ch, Engine& engine, int64_t engine_id, ActiveRequest&
     }
     if (e->kind == EngineEvent::Kind::Token) {
       active.generated.fetch_add(1);
+      out.last_token = e->token;
       if (per_token) {
         records.push_back({e->token, e->logprob, e->top_logprobs});
         if (!send(e->text)) return out;
@@ -67,6 +69,15 @@ Outcome pump(EventChannel& ch, Engine& engine, int64_t engine_id, ActiveRequest&
     out.error = e->error;
     return out;
   }
+}
+
+// The engine reports "stop" for both an end-of-generation token and a stop string; the last
+// token tells them apart. Which string matched is known only when there is one.
+void fill_stop_info(LlamaCompletionInfo& info, const Outcome& o, const Tokenizer& tok,
+                    const std::vector<std::string>& stop) {
+  info.stopped_word = o.reason == FinishReason::Stop && !stop.empty() &&
+                      !(o.last_token >= 0 && tok.is_eog(o.last_token));
+  if (info.stopped_word && stop.size() == 1) info.stopping_word = stop[0];
 }
 
 const char* route_name(Api api) {
@@ -186,6 +197,7 @@ void Server::Impl::handle_generation(Api api, const httplib::Request& http_req,
         info.content = text;
         info.reason = o.reason;
         info.stats = o.stats;
+        fill_stop_info(info, o, *tok, pr.stop);
         if (per_token) info.probs = llama_probs_json(trimmed, *tok);
         send_json(res, llama_completion_json(info));
         break;
@@ -215,8 +227,8 @@ void Server::Impl::handle_generation(Api api, const httplib::Request& http_req,
   const int64_t engine_id = sub.id;
   res.set_chunked_content_provider(
       "text/event-stream",
-      [this, st, api, meta, per_token, include_usage, top_n, echo, engine_id, splitter](
-          size_t, httplib::DataSink& sink) {
+      [this, st, api, meta, per_token, include_usage, top_n, echo, engine_id, splitter,
+       stop = pr.stop](size_t, httplib::DataSink& sink) {
         auto write = [&](const std::string& frame) {
           return sink.write(frame.data(), frame.size());
         };
@@ -301,6 +313,7 @@ void Server::Impl::handle_generation(Api api, const httplib::Request& http_req,
           info.model = meta.model;
           info.reason = o.reason;
           info.stats = o.stats;
+          fill_stop_info(info, o, *tok, stop);
           ok = write(sse_frame(llama_completion_json(info)));
         }
         if (ok && api != Api::LlamaCompletion) ok = write(sse_done());

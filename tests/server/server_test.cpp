@@ -298,6 +298,19 @@ TEST_F(ServerTest, StopStringsEndTheReply) {
     GTEST_SKIP() << "engine does not match stop strings yet";
   EXPECT_EQ(text, full.substr(0, full.find(stop)));
   EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
+  // llama-server's reply says which way it stopped.
+  r = post("/completion", {{"prompt", "Once upon a time"},
+                           {"n_predict", 60},
+                           {"temperature", 0},
+                           {"ignore_eos", true},
+                           {"stop", json::array({stop})}});
+  ASSERT_TRUE(r);
+  j = json::parse(r->body);
+  EXPECT_EQ(j["content"], text);
+  EXPECT_EQ(j["stopped_word"], true);
+  EXPECT_EQ(j["stopping_word"], stop);
+  EXPECT_EQ(j["stopped_eos"], false);
+  EXPECT_EQ(j["stopped_limit"], false);
 }
 
 TEST_F(ServerTest, TruncationAutoKeepsSystemAndNewestTurns) {
@@ -573,6 +586,9 @@ TEST(ServerShutdown, CancelsInFlightAndReturns) {
   const std::string rest = c.read_until("\r\n0\r\n\r\n", 20000);
   EXPECT_NE(rest.find("\"finish_reason\":\"cancelled\""), std::string::npos);
   s.reset();  // joins run()
+  // The engine may still run the cancelled reply's last token into the cache for a step.
+  for (int i = 0; i < 500 && (b.engine->running() > 0 || b.engine->queued() > 0); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_EQ(b.engine->running(), 0);
 }
 
