@@ -32,7 +32,9 @@ struct BenchOptions {
   bool membw = true;
   bool membw_only = false;
   std::vector<int64_t> concurrency;  // engine: aggregate generation with N streams
-  int64_t long_prompt = 0;           // engine: TTFT of a short request during a long prefill
+  int64_t long_prompt = 0;
+  int64_t step_tokens =
+      EngineOptions{}.step_tokens;  // engine: TTFT of a short request during a long prefill
 };
 
 struct Stats {
@@ -256,6 +258,7 @@ void bench_engine(const BenchOptions& o, const Model& model, const Tokenizer& to
     EngineOptions eo;
     eo.max_running = 4;
     eo.max_seq_tokens = o.long_prompt + 64;
+    eo.step_tokens = o.step_tokens;
     eo.kv_type = kv;
     Engine engine(model, tok, eo, pool);
     engine.start();
@@ -302,6 +305,8 @@ void add_bench(CLI::App& app, Context& ctx) {
   cmd->add_option("--concurrency", o->concurrency,
                   "Engine: aggregate generation speed with N streams (e.g. 1,2,4,8)")
       ->delimiter(',');
+  cmd->add_option("--step-tokens", o->step_tokens, "Engine tokens per step (--long-prompt)")
+      ->capture_default_str();
   cmd->add_option("--long-prompt", o->long_prompt,
                   "Engine: TTFT of a short request submitted during a prefill of this many tokens");
   cmd->callback([&ctx, o] { ctx.exit_code = bench(*o); });

@@ -420,7 +420,7 @@ bool Engine::step() {
 
   // Decode tokens first (one per sequence past its prefill, always scheduled), then prefill
   // chunks within the step budget: shortest remaining prompt first, so a short request is not
-  // stuck behind a long one, while the oldest prefill always keeps a quarter of the budget so
+  // stuck behind a long one, while the oldest prefill always keeps an eighth of the budget so
   // it cannot starve.
   std::vector<std::pair<Sequence*, int64_t>> plan;  // sequence, tokens this step
   std::vector<Sequence*> prefill;
@@ -454,8 +454,19 @@ bool Engine::step() {
         prefill.begin(), prefill.end(), [](auto* a, auto* b) { return a->admitted < b->admitted; });
     std::stable_sort(prefill.begin(), prefill.end(),
                      [&](auto* a, auto* b) { return rem(a) < rem(b); });
-    const int64_t reserve =
-        std::min({rem(oldest), std::max<int64_t>(1, opt_.step_tokens / 4), budget});
+    int64_t reserve = std::min({rem(oldest), std::max<int64_t>(1, opt_.step_tokens / 8), budget});
+    // When every newer prompt fits in this step, they may take the whole budget (a short
+    // request then gets its first token after one step, as on an idle server) — every other
+    // step at most, so the oldest still advances.
+    int64_t newer = 0;
+    for (Sequence* s : prefill)
+      if (s != oldest) newer += rem(s);
+    if (newer > 0 && newer <= budget && !reserve_skipped_) {
+      reserve = 0;
+      reserve_skipped_ = true;
+    } else {
+      reserve_skipped_ = false;
+    }
     int64_t others = budget - reserve;
     for (Sequence* s : prefill) {
       if (s == oldest || others <= 0) continue;
@@ -463,7 +474,7 @@ bool Engine::step() {
       plan.emplace_back(s, n);
       others -= n;
     }
-    plan.emplace_back(oldest, std::min(rem(oldest), reserve + others));
+    if (reserve + others > 0) plan.emplace_back(oldest, std::min(rem(oldest), reserve + others));
   }
   // Blocks for the plan; when the pool runs out, preempt the newest running sequence (LIFO,
   // so the oldest conversations keep making progress) and try again from the start.

@@ -29,9 +29,12 @@
 namespace hearth {
 
 struct EngineOptions {
-  int max_running = 8;            // sequences in the running set
-  int max_queued = 64;            // waiting sequences; beyond: submit() answers busy
-  int64_t step_tokens = 256;      // tokens per step (decode tokens + prefill chunks)
+  int max_running = 8;  // sequences in the running set
+  int max_queued = 64;  // waiting sequences; beyond: submit() answers busy
+  // Tokens per step (decode tokens + prefill chunks). Small steps cost little throughput
+  // (prefill speed is flat from 16 to 256 tokens per call) and bound how long a new request
+  // waits behind a long prompt.
+  int64_t step_tokens = 48;
   int64_t max_seq_tokens = 4096;  // context per sequence (prompt + generation)
   TensorType kv_type = TensorType::F16;
   int64_t kv_block_tokens = 32;
@@ -119,6 +122,7 @@ class Engine {
   std::vector<std::unique_ptr<Sequence>> running_;
   std::vector<std::unique_ptr<Sequence>> completing_;  // finished, last token still to cache
   int64_t admit_counter_ = 0;
+  bool reserve_skipped_ = false;  // the oldest prefill gave up its share last step
 
   std::thread thread_;
   bool stop_ = false;
