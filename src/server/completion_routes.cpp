@@ -4,6 +4,7 @@
 
 #include <ctime>
 
+#include "server/client_watch.h"
 #include "server/event_channel.h"
 #include "server/openai_response.h"
 #include "server/prompt_builder.h"
@@ -30,8 +31,11 @@ struct Outcome {
 // client is gone — the generation is cancelled and the pump returns).
 template <typename OnDelta>
 Outcome pump(EventChannel& ch, Engine& engine, int64_t engine_id, ActiveRequest& active,
-             Coalescer& co, bool per_token, OnDelta&& on_delta) {
+             Coalescer& co, bool per_token, const ClientWatch& watch, OnDelta&& on_delta) {
   Outcome out;
+  // Between writes (prefill, or a reply sent whole) the socket is looked at every 50 ms.
+  constexpr auto kWatchEvery = std::chrono::milliseconds(50);
+  auto next_watch = Clock::now() + kWatchEvery;
   std::vector<TokenRecord> records;
   auto send = [&](std::string text) {
     if (!on_delta(text, records)) {
@@ -44,7 +48,17 @@ Outcome pump(EventChannel& ch, Engine& engine, int64_t engine_id, ActiveRequest&
     return true;
   };
   for (;;) {
+    if (watch.watching() && Clock::now() >= next_watch) {
+      next_watch = Clock::now() + kWatchEvery;
+      if (watch.gone()) {
+        engine.cancel(engine_id);
+        out.client_gone = true;
+        out.reason = FinishReason::Cancelled;
+        return out;
+      }
+    }
     auto deadline = co.deadline().value_or(Clock::now() + std::chrono::seconds(1));
+    if (watch.watching()) deadline = std::min(deadline, next_watch);
     std::optional<EngineEvent> e = ch.pop_until(deadline);
     if (!e) {
       if (auto text = co.poll(Clock::now()); text && !send(std::move(*text))) return out;
@@ -156,10 +170,11 @@ void Server::Impl::handle_generation(Api api, const httplib::Request& http_req,
   const std::string echo = pr.echo && !bp.from_tokens ? pr.prompt_text : std::string();
 
   if (!pr.stream) {
+    const ClientWatch watch(http_req.remote_addr, http_req.remote_port, http_req.local_port);
     Coalescer co(opt.coalesce, false);
     std::string text;
     std::vector<TokenRecord> records;
-    Outcome o = pump(*channel, *engine, sub.id, *active, co, per_token,
+    Outcome o = pump(*channel, *engine, sub.id, *active, co, per_token, watch,
                      [&](const std::string& t, const std::vector<TokenRecord>& r) {
                        text += t;
                        records.insert(records.end(), r.begin(), r.end());
@@ -167,6 +182,10 @@ void Server::Impl::handle_generation(Api api, const httplib::Request& http_req,
                      });
     unregister_active(number);
     metrics.record(o.stats, o.reason);
+    if (o.client_gone) {  // nobody to answer; the connection is closed by httplib
+      res.status = 499;
+      return;
+    }
     if (o.reason == FinishReason::Error)
       throw ApiError(500, fmt::format("generation failed: {}", o.error), "server_error");
     std::vector<TokenRecord> trimmed;
@@ -228,7 +247,8 @@ void Server::Impl::handle_generation(Api api, const httplib::Request& http_req,
   res.set_chunked_content_provider(
       "text/event-stream",
       [this, st, api, meta, per_token, include_usage, top_n, echo, engine_id, splitter,
-       stop = pr.stop](size_t, httplib::DataSink& sink) {
+       stop = pr.stop, remote_addr = http_req.remote_addr, remote_port = http_req.remote_port,
+       local_port = http_req.local_port](size_t, httplib::DataSink& sink) {
         auto write = [&](const std::string& frame) {
           return sink.write(frame.data(), frame.size());
         };
@@ -240,8 +260,9 @@ void Server::Impl::handle_generation(Api api, const httplib::Request& http_req,
           return false;
         }
         Coalescer co(opt.coalesce, !per_token);
+        const ClientWatch watch(remote_addr, remote_port, local_port);
         Outcome o =
-            pump(*st->channel, *engine, engine_id, *st->active, co, per_token,
+            pump(*st->channel, *engine, engine_id, *st->active, co, per_token, watch,
                  [&](const std::string& text, const std::vector<TokenRecord>& records) {
                    std::vector<TokenRecord> trimmed;
                    trimmed_top(records, top_n, trimmed);

@@ -475,6 +475,34 @@ TEST_F(ServerTest, DisconnectMidStreamCancelsTheGeneration) {
   EXPECT_EQ(m->body.find("hearth_requests_cancelled_total 0\n"), std::string::npos);
 }
 
+// The number after `name ` in the Prometheus text.
+double metric_value(const std::string& text, const std::string& name) {
+  const size_t at = text.find("\n" + name + " ");
+  return at == std::string::npos ? -1 : std::stod(text.substr(at + name.size() + 2));
+}
+
+TEST_F(ServerTest, DisconnectDuringANonStreamedReplyCancelsIt) {
+  ASSERT_TRUE(wait_idle());
+  auto c = client();
+  const double before = metric_value(c.Get("/metrics")->body, "hearth_requests_cancelled_total");
+  {
+    RawConnection raw(port());
+    ASSERT_TRUE(raw.ok());
+    raw.send_all(test::post_request(
+        "/v1/completions",
+        json{{"prompt", "Once upon a time"}, {"max_tokens", 480}, {"ignore_eos", true}}.dump()));
+    // Leave once the generation is running (nothing has been written to us yet).
+    for (int i = 0; i < 500; ++i) {
+      auto slots = json::parse(c.Get("/slots")->body);
+      if (!slots.empty() && slots[0]["n_decoded"].get<int>() > 0) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+  EXPECT_TRUE(wait_idle());
+  const double after = metric_value(c.Get("/metrics")->body, "hearth_requests_cancelled_total");
+  EXPECT_EQ(after, before + 1) << "the reply ran to its end although the client had left";
+}
+
 TEST_F(ServerTest, SixtyFourConnectionsSixteenStreaming) {
   ASSERT_TRUE(wait_idle());
   std::atomic<int> ok{0}, failed{0};
