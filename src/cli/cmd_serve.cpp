@@ -31,6 +31,9 @@ struct ServeOptions {
   int max_queued = 64;
   std::string kv_type = "f16";
   std::string kv_mem;
+  std::string cache_dir;
+  std::string cache_disk_max = "8G";
+  bool no_cache = false;
   std::string max_body = "8M";
   int grace_ms = 5000;
 };
@@ -78,6 +81,11 @@ int serve(ServeOptions o) {
       if (!bytes || *bytes == 0) fail("--kv-mem '{}' is not a size (e.g. 512M, 2G)", o.kv_mem);
       eo.kv_bytes = *bytes;
     }
+    eo.prefix_cache = !o.no_cache;
+    eo.cache_dir = o.cache_dir;
+    auto disk_max = parse_byte_size(o.cache_disk_max);
+    if (!disk_max) fail("--cache-disk-max '{}' is not a size (e.g. 8G)", o.cache_disk_max);
+    eo.cache_disk_max = *disk_max;
     pool = std::make_unique<ops::ThreadPool>(o.threads);
     engine = std::make_unique<Engine>(*model, *tok, eo, *pool);
     engine->start();
@@ -103,6 +111,7 @@ int serve(ServeOptions o) {
   srv.shutdown(std::chrono::milliseconds(o.grace_ms));
   http.join();
   engine->stop();
+  engine.reset();  // writes the prefix cache's blocks to the disk tier (--cache-dir)
   return 0;
 }
 
@@ -132,6 +141,11 @@ void add_serve(CLI::App& app, Context& ctx) {
   cmd->add_option("--kv-type", o->kv_type, "KV cache type: f32, f16, q8_0, q4_0")
       ->capture_default_str();
   cmd->add_option("--kv-mem", o->kv_mem, "KV pool budget (e.g. 512M, 2G)");
+  cmd->add_option("--cache-dir", o->cache_dir,
+                  "Disk tier of the prefix cache: evicted KV blocks, kept across restarts");
+  cmd->add_option("--cache-disk-max", o->cache_disk_max, "Largest size of --cache-dir")
+      ->capture_default_str();
+  cmd->add_flag("--no-cache", o->no_cache, "Turn the prefix cache off (recompute every prompt)");
   cmd->add_option("--api-key", o->http.api_key,
                   "Require 'Authorization: Bearer KEY' on every endpoint but /health");
   cmd->add_flag("--cors", o->http.cors, "Send CORS headers (Access-Control-Allow-Origin)");
