@@ -8,7 +8,7 @@ packages=(
   libfmt-dev nlohmann-json3-dev libcli11-dev # libraries
   libpcre2-dev                               # Unicode regex (pre-tokenizers)
   libutf8proc-dev                            # Unicode normalization (WordPiece)
-  libcpp-httplib-dev                         # HTTP server and `hearth pull`
+  libcpp-httplib-dev libssl-dev              # HTTP server, `hearth pull`, SHA-256
   libxxhash-dev libzstd-dev                  # prefix-cache keys, disk tier
   googletest libgtest-dev libgmock-dev       # unit tests
   clang libclang-rt-14-dev                   # libFuzzer target

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "server/sha256.h"
+#include "util/sha256.h"
 #include "util/error.h"
 
 namespace hearth::server {

@@ -11,8 +11,8 @@
 #include "common/shared_data.h"
 #include "quant/dequantize.h"
 #include "quant/quant_test_util.h"
-#include "quant/sha256.h"
 #include "util/error.h"
+#include "util/sha256.h"
 
 namespace hearth {
 namespace {
@@ -93,7 +93,8 @@ TEST_P(DequantGolden, WholeTensorFromModelFile) {
   const size_t got_bytes = std::fread(raw.data(), 1, nbytes, f);
   std::fclose(f);
   ASSERT_EQ(got_bytes, nbytes);
-  EXPECT_EQ(test::sha256_hex(raw.data(), raw.size()), whole.at("raw_sha256").get<std::string>())
+  EXPECT_EQ(sha256_hex({reinterpret_cast<const char*>(raw.data()), raw.size()}),
+            whole.at("raw_sha256").get<std::string>())
       << "tensor bytes read from the wrong place";
 
   std::vector<float> values(static_cast<size_t>(n));
@@ -107,7 +108,7 @@ TEST_P(DequantGolden, WholeTensorFromModelFile) {
   const double want_abs = whole.at("sum_abs_f64").get<double>();
   EXPECT_NEAR(sum, want_sum, 1e-9 * std::fabs(want_abs));  // sum may be near 0: scale by sum_abs
   EXPECT_NEAR(sum_abs, want_abs, 1e-9 * want_abs);
-  EXPECT_EQ(test::sha256_hex(values.data(), values.size() * 4),
+  EXPECT_EQ(sha256_hex({reinterpret_cast<const char*>(values.data()), values.size() * 4}),
             whole.at("f32_le_sha256").get<std::string>())
       << "whole dequantized tensor is not bit-exact";
 

@@ -9,7 +9,7 @@
 
 #include "common/shared_data.h"
 #include "server/downloader.h"
-#include "server/sha256.h"
+#include "util/sha256.h"
 #include "util/error.h"
 
 namespace hearth::server {

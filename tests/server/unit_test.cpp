@@ -4,7 +4,7 @@
 #include "server/auth.h"
 #include "server/coalescer.h"
 #include "server/metrics.h"
-#include "server/sha256.h"
+#include "util/sha256.h"
 #include "server/sse.h"
 
 namespace hearth::server {
