@@ -114,11 +114,7 @@ int run(const RunOptions& o) {
     eo.max_running = 1;
     eo.max_seq_tokens = n_ctx;
     eo.kv_type = *kv;
-    if (!o.kv_mem.empty()) {
-      auto bytes = parse_byte_size(o.kv_mem);
-      if (!bytes || *bytes == 0) fail("--kv-mem '{}' is not a size (e.g. 512M, 2G)", o.kv_mem);
-      eo.kv_bytes = *bytes;
-    }
+    if (!o.kv_mem.empty()) eo.kv_bytes = size_option("--kv-mem", o.kv_mem);
     Engine engine(*model, tok, eo, pool);
     GenerationRequest req;
     req.prompt = ids;

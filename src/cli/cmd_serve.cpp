@@ -76,16 +76,10 @@ int serve(ServeOptions o) {
     eo.max_queued = o.max_queued;
     eo.max_seq_tokens = n_ctx;
     eo.kv_type = *kv;
-    if (!o.kv_mem.empty()) {
-      auto bytes = parse_byte_size(o.kv_mem);
-      if (!bytes || *bytes == 0) fail("--kv-mem '{}' is not a size (e.g. 512M, 2G)", o.kv_mem);
-      eo.kv_bytes = *bytes;
-    }
+    if (!o.kv_mem.empty()) eo.kv_bytes = size_option("--kv-mem", o.kv_mem);
     eo.prefix_cache = !o.no_cache;
     eo.cache_dir = o.cache_dir;
-    auto disk_max = parse_byte_size(o.cache_disk_max);
-    if (!disk_max) fail("--cache-disk-max '{}' is not a size (e.g. 8G)", o.cache_disk_max);
-    eo.cache_disk_max = *disk_max;
+    eo.cache_disk_max = size_option("--cache-disk-max", o.cache_disk_max);
     pool = std::make_unique<ops::ThreadPool>(o.threads);
     engine = std::make_unique<Engine>(*model, *tok, eo, *pool);
     engine->start();

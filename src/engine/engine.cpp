@@ -347,37 +347,30 @@ bool Engine::make_writable(Sequence& s) {
 // hits; the sequence then keeps the cached tokens and tokenizes only the text after them.
 void Engine::attach_cached_prefix(Sequence& s) {
   if (!cache_ || s.n_computed > 0 || !s.blocks.empty()) return;
-  const auto n_prompt = static_cast<int64_t>(s.tokens.size());
+  const auto n_lead = static_cast<int64_t>(s.n_lead);
   PrefixMatch m;
   if (s.has_text && !s.admitted_once) {
-    const std::span<const int32_t> lead = std::span(s.tokens).first(s.n_lead);
-    m = cache_->match_text(lead, s.text, opt_.max_seq_tokens - 1);
-    if (m.n_tokens() > static_cast<int64_t>(s.n_lead)) {
-      const TextPrompt& tp = s.req.prompt_text;
+    m = cache_->match_text(std::span(s.tokens).first(s.n_lead), s.text, opt_.max_seq_tokens - 1);
+    if (m.n_tokens() > n_lead) {
+      // Keep the cached tokens; tokenize only the text after them.
       const std::string_view rest = std::string_view(s.text).substr(m.text_bytes);
-      std::vector<int32_t> tokens = m.tokens;
-      std::vector<int32_t> tail = encode_text(tok_, rest, tp, m.text_bytes);
-      tokens.insert(tokens.end(), tail.begin(), tail.end());
+      const std::vector<int32_t> tail = encode_text(tok_, rest, s.req.prompt_text, m.text_bytes);
       std::vector<uint32_t> ends = m.ends;  // the cached path's own text
-      const bool ok = ends.size() == m.tokens.size() &&
-                      piece_ends(tok_, tail, rest, static_cast<uint32_t>(m.text_bytes), ends);
-      if (tokens != s.tokens) {
-        s.tokens = std::move(tokens);
-        s.stats.prompt_tokens = static_cast<int64_t>(s.tokens.size());
-      }
-      s.has_text = ok;
-      s.text_ends = std::move(ends);
-      if (!ok) s.text_ends.clear();
+      s.has_text = ends.size() == m.tokens.size() &&
+                   piece_ends(tok_, tail, rest, static_cast<uint32_t>(m.text_bytes), ends);
+      s.text_ends = s.has_text ? std::move(ends) : std::vector<uint32_t>{};
+      s.tokens = m.tokens;
+      s.tokens.insert(s.tokens.end(), tail.begin(), tail.end());
+      s.stats.prompt_tokens = static_cast<int64_t>(s.tokens.size());
     }
-    if (m.n_tokens() >= static_cast<int64_t>(s.tokens.size()) ||
-        m.n_tokens() <= static_cast<int64_t>(s.n_lead)) {
-      // All of it cached (one token must still run for logits) or no text hit: by tokens.
+    // No text hit, or all of the prompt cached (one token must still run for logits): match
+    // by tokens below.
+    if (m.n_tokens() <= n_lead || m.n_tokens() >= static_cast<int64_t>(s.tokens.size())) {
       for (int32_t b : m.blocks) kv_.release(b);
-      m = cache_->match(s.tokens, static_cast<int64_t>(s.tokens.size()) - 1);
+      m = {};
     }
-  } else {
-    m = cache_->match(s.tokens, n_prompt - 1);
   }
+  if (m.blocks.empty()) m = cache_->match(s.tokens, static_cast<int64_t>(s.tokens.size()) - 1);
   s.blocks = std::move(m.blocks);
   s.n_computed = m.n_tokens();
   if (!s.admitted_once) s.stats.cached_tokens = m.n_tokens();

@@ -144,7 +144,7 @@ std::vector<DiskEntry> DiskTier::scan() {
     const bool ok = !ec && parse(head, size, e, payload_at);
     if (ok && fmt::format("{:016x}.kvb", e.hash) == p.filename().string()) {
       std::lock_guard lock(mu_);
-      sizes_[e.hash] = size;
+      set_size(e.hash, size);
       out.push_back(std::move(e));
     } else {
       fs::remove(p, ec);
@@ -159,6 +159,8 @@ void DiskTier::write(const DiskEntry& entry, const uint8_t* block) {
   auto data = std::make_shared<std::vector<uint8_t>>(block, block + block_bytes_);
   {
     std::lock_guard lock(mu_);
+    drop_pending(entry.hash);
+    pending_bytes_ += data->size();
     pending_[entry.hash] = data;
     queue_.push_back({entry, std::move(data)});
   }
@@ -203,7 +205,7 @@ bool DiskTier::write_file(const Job& job) {
     return false;
   }
   std::lock_guard lock(mu_);
-  sizes_[e.hash] = out.size();
+  set_size(e.hash, out.size());
   ++stats_.writes;
   stats_.bytes_written += static_cast<int64_t>(out.size());
   return true;
@@ -227,11 +229,11 @@ void DiskTier::writer_loop() {
       std::lock_guard lock(mu_);
       auto it = pending_.find(job.entry.hash);
       if (it != pending_.end() && it->second == job.data) {
-        pending_.erase(it);
+        drop_pending(job.entry.hash);
       } else if (it == pending_.end()) {  // removed while being written
         std::error_code ec;
         fs::remove(path_of(job.entry.hash), ec);
-        sizes_.erase(job.entry.hash);
+        drop_size(job.entry.hash);
       }
       busy_ = false;
     }
@@ -275,7 +277,7 @@ bool DiskTier::read(uint64_t hash, std::span<const int32_t> tokens, uint8_t* blo
   if (!ok) {
     std::error_code ec;
     fs::remove(path, ec);
-    sizes_.erase(hash);
+    drop_size(hash);
     ++stats_.rejected;
     return false;
   }
@@ -287,10 +289,10 @@ bool DiskTier::read(uint64_t hash, std::span<const int32_t> tokens, uint8_t* blo
 
 void DiskTier::remove(uint64_t hash) {
   std::lock_guard lock(mu_);
-  pending_.erase(hash);  // a queued write is dropped; one in progress unlinks itself
+  drop_pending(hash);  // a queued write is dropped; one in progress unlinks itself
   std::error_code ec;
   fs::remove(path_of(hash), ec);
-  if (sizes_.erase(hash)) ++stats_.removed;
+  if (drop_size(hash)) ++stats_.removed;
 }
 
 void DiskTier::flush() {
@@ -298,19 +300,37 @@ void DiskTier::flush() {
   idle_cv_.wait(lock, [&] { return queue_.empty() && !busy_; });
 }
 
+void DiskTier::set_size(uint64_t hash, uint64_t size) {
+  drop_size(hash);
+  sizes_[hash] = size;
+  file_bytes_ += size;
+}
+
+bool DiskTier::drop_size(uint64_t hash) {
+  auto it = sizes_.find(hash);
+  if (it == sizes_.end()) return false;
+  file_bytes_ -= it->second;
+  sizes_.erase(it);
+  return true;
+}
+
+void DiskTier::drop_pending(uint64_t hash) {
+  auto it = pending_.find(hash);
+  if (it == pending_.end()) return;
+  pending_bytes_ -= it->second->size();
+  pending_.erase(it);
+}
+
 uint64_t DiskTier::bytes() const {
   std::lock_guard lock(mu_);
-  uint64_t total = 0;
-  for (const auto& [h, s] : sizes_) total += s;
-  for (const auto& [h, d] : pending_) total += d->size();
-  return total;
+  return file_bytes_ + pending_bytes_;
 }
 
 DiskTierStats DiskTier::stats() const {
   std::lock_guard lock(mu_);
   DiskTierStats s = stats_;
   s.files = static_cast<int64_t>(sizes_.size());
-  for (const auto& [h, sz] : sizes_) s.bytes += static_cast<int64_t>(sz);
+  s.bytes = static_cast<int64_t>(file_bytes_);
   return s;
 }
 

@@ -76,6 +76,10 @@ class DiskTier {
   std::string path_of(uint64_t hash) const;
   void writer_loop();
   bool write_file(const Job& job);
+  // Byte accounting; callers hold mu_.
+  void set_size(uint64_t hash, uint64_t size);
+  bool drop_size(uint64_t hash);
+  void drop_pending(uint64_t hash);
   bool parse(std::span<const uint8_t> head, uint64_t file_size, DiskEntry& entry,
              size_t& payload_at) const;
 
@@ -88,6 +92,7 @@ class DiskTier {
   std::deque<Job> queue_;
   std::map<uint64_t, std::shared_ptr<std::vector<uint8_t>>> pending_;  // queued, readable
   std::map<uint64_t, uint64_t> sizes_;                                 // files on disk
+  uint64_t file_bytes_ = 0, pending_bytes_ = 0;                        // their sums
   bool busy_ = false, stop_ = false;
   DiskTierStats stats_;
   std::thread writer_;

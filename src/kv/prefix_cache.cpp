@@ -23,6 +23,16 @@ struct PrefixCache::Node {
   uint64_t last_used = 0;
 
   uint32_t text_begin(size_t i) const { return i == 0 ? 0 : ends[i - 1]; }
+  // Takes this node's slice of a path's per-token text, starting at the path's token `pos`.
+  void set_text(const TokenText& path, size_t pos) {
+    const size_t len = tokens.size();
+    const uint32_t b0 = pos == 0 ? 0 : path.ends[pos - 1];
+    has_text = true;
+    text = std::string(path.text.substr(b0, path.ends[pos + len - 1] - b0));
+    ends.resize(len);
+    for (size_t i = 0; i < len; ++i) ends[i] = path.ends[pos + i] - b0;
+  }
+  DiskEntry disk_entry() const { return {hash, parent->hash, tokens, has_text, text, ends}; }
   bool has_resident_child() const {
     for (const auto& c : children)
       if (c->block >= 0) return true;
@@ -223,8 +233,7 @@ PrefixMatch PrefixCache::match_text(std::span<const int32_t> lead, std::string_v
     Step& st = path.back();
     const auto i = static_cast<size_t>(st.used - 1);
     const int64_t g = pos - 1;
-    if (g < static_cast<int64_t>(lead.size()) || st.node->text_begin(i) != st.node->ends[i])
-      break;
+    if (g < static_cast<int64_t>(lead.size()) || st.node->text_begin(i) != st.node->ends[i]) break;
     --pos;
     if (--st.used == 0) path.pop_back();
   }
@@ -258,13 +267,7 @@ void PrefixCache::insert(std::span<const int32_t> tokens, std::span<const int32_
       } else {
         pool_.release(block);
       }
-      if (has_text && !existing->has_text) {
-        const uint32_t b0 = pos == 0 ? 0 : text.ends[pos - 1];
-        existing->has_text = true;
-        existing->text = std::string(text.text.substr(b0, text.ends[pos + len - 1] - b0));
-        existing->ends.resize(len);
-        for (size_t i = 0; i < len; ++i) existing->ends[i] = text.ends[pos + i] - b0;
-      }
+      if (has_text && !existing->has_text) existing->set_text(text, pos);
       node = existing;
     } else if (covered) {
       pool_.release(block);
@@ -286,13 +289,7 @@ void PrefixCache::insert(std::span<const int32_t> tokens, std::span<const int32_
       n->tokens.assign(chunk.begin(), chunk.end());
       n->block = block;
       n->hash = chain_hash(node->hash, chunk);
-      if (has_text) {
-        const uint32_t b0 = pos == 0 ? 0 : text.ends[pos - 1];
-        n->has_text = true;
-        n->text = std::string(text.text.substr(b0, text.ends[pos + len - 1] - b0));
-        n->ends.resize(len);
-        for (size_t i = 0; i < len; ++i) n->ends[i] = text.ends[pos + i] - b0;
-      }
+      if (has_text) n->set_text(text, pos);
       resident_.insert(n.get());
       Node* raw = n.get();
       node->children.push_back(std::move(n));
@@ -334,9 +331,7 @@ bool PrefixCache::evict_one() {
     return true;
   }
   if (!victim->on_disk) {
-    DiskEntry e{victim->hash,     victim->parent->hash, victim->tokens,
-                victim->has_text, victim->text,         victim->ends};
-    disk_->write(e, pool_.arena().k(victim->block, 0));
+    disk_->write(victim->disk_entry(), pool_.arena().k(victim->block, 0));
     victim->on_disk = true;
   }
   pool_.release(victim->block);
@@ -364,8 +359,7 @@ void PrefixCache::flush_to_disk() {
   if (!disk_) return;
   for (Node* n : resident_) {
     if (n->on_disk) continue;
-    DiskEntry e{n->hash, n->parent->hash, n->tokens, n->has_text, n->text, n->ends};
-    disk_->write(e, pool_.arena().k(n->block, 0));
+    disk_->write(n->disk_entry(), pool_.arena().k(n->block, 0));
     n->on_disk = true;
   }
   disk_->flush();
