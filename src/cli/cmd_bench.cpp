@@ -29,6 +29,7 @@ struct BenchOptions {
   int threads = 2;
   int reps = 3;
   std::string kv_type = "f16";
+  std::vector<int64_t> kv_block{EngineOptions{}.kv_block_tokens};  // tokens per KV block
   bool membw = true;
   bool membw_only = false;
   std::vector<int64_t> concurrency;  // engine: aggregate generation with N streams
@@ -119,65 +120,68 @@ int bench(const BenchOptions& o) {
     return 0;
   }
 
-  fmt::print("\n| {:>7} | {:>7} | {:>5} | {:>16} | {:>12} | {:>18} |\n", "test", "depth", "thr",
-             "t/s", "GB/s", "GOPS / % membw");
-  fmt::print("| {:->7} | {:->7} | {:->5} | {:->16} | {:->12} | {:->18} |\n", "", "", "", "", "",
-             "");
+  fmt::print("\n| {:>7} | {:>7} | {:>5} | {:>6} | {:>16} | {:>12} | {:>18} |\n", "test", "depth",
+             "thr", "kv blk", "t/s", "GB/s", "GOPS / % membw");
+  fmt::print("| {:->7} | {:->7} | {:->5} | {:->6} | {:->16} | {:->12} | {:->18} |\n", "", "", "",
+             "", "", "", "");
   using Clock = std::chrono::steady_clock;
-  for (int64_t depth : o.depth) {
-    const int64_t max_need = depth +
-                             std::max(*std::max_element(o.n_prompt.begin(), o.n_prompt.end()),
-                                      *std::max_element(o.n_gen.begin(), o.n_gen.end())) +
-                             1;
-    ForwardOptions fo;
-    fo.n_ctx = max_need;
-    fo.kv_type = *kv;
-    const std::vector<int32_t> prefix = random_tokens(depth, hp.n_vocab, 1);
-    for (int64_t np : o.n_prompt) {
-      if (np <= 0) continue;
-      std::vector<double> rates;
-      const std::vector<int32_t> toks = random_tokens(np, hp.n_vocab, 2);
-      for (int r = 0; r < o.reps + 1; ++r) {  // first run warms up
-        Forward f(*model, fo, pool);
-        if (depth > 0) f.eval(prefix);
-        const auto t0 = Clock::now();
-        f.eval(toks);
-        const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-        if (r > 0) rates.push_back(static_cast<double>(np) / s);
-      }
-      const Stats st = stats(rates);
-      const double ops = matmul_ops_per_token(*model, false) * static_cast<double>(np) +
-                         matmul_ops_per_token(*model, true) - matmul_ops_per_token(*model, false) +
-                         attention_ops(hp, depth, np);
-      const double gops = ops / (static_cast<double>(np) / st.mean) / 1e9;
-      fmt::print("| {:>7} | {:>7} | {:>5} | {:>8.2f} ± {:<5.2f} | {:>12} | {:>12.1f} GOPS |\n",
-                 fmt::format("pp{}", np), depth, o.threads, st.mean, st.sd, "", gops);
-    }
-    for (int64_t ng : o.n_gen) {
-      if (ng <= 0) continue;
-      std::vector<double> rates;
-      for (int r = 0; r < o.reps + 1; ++r) {
-        Forward f(*model, fo, pool);
-        if (depth > 0) f.eval(prefix);
-        int32_t tok = 1;
-        const auto t0 = Clock::now();
-        for (int64_t i = 0; i < ng; ++i) {
-          const int32_t one[1] = {tok};
-          std::vector<float> logits = f.eval(one);
-          tok =
-              static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  for (int64_t depth : o.depth)
+    for (int64_t blk : o.kv_block) {
+      const int64_t max_need = depth +
+                               std::max(*std::max_element(o.n_prompt.begin(), o.n_prompt.end()),
+                                        *std::max_element(o.n_gen.begin(), o.n_gen.end())) +
+                               1;
+      ForwardOptions fo;
+      fo.n_ctx = max_need;
+      fo.kv_type = *kv;
+      fo.kv_block_tokens = blk;
+      const std::vector<int32_t> prefix = random_tokens(depth, hp.n_vocab, 1);
+      for (int64_t np : o.n_prompt) {
+        if (np <= 0) continue;
+        std::vector<double> rates;
+        const std::vector<int32_t> toks = random_tokens(np, hp.n_vocab, 2);
+        for (int r = 0; r < o.reps + 1; ++r) {  // first run warms up
+          Forward f(*model, fo, pool);
+          if (depth > 0) f.eval(prefix);
+          const auto t0 = Clock::now();
+          f.eval(toks);
+          const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+          if (r > 0) rates.push_back(static_cast<double>(np) / s);
         }
-        const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-        if (r > 0) rates.push_back(static_cast<double>(ng) / s);
+        const Stats st = stats(rates);
+        const double ops = matmul_ops_per_token(*model, false) * static_cast<double>(np) +
+                           matmul_ops_per_token(*model, true) -
+                           matmul_ops_per_token(*model, false) + attention_ops(hp, depth, np);
+        const double gops = ops / (static_cast<double>(np) / st.mean) / 1e9;
+        fmt::print(
+            "| {:>7} | {:>7} | {:>5} | {:>6} | {:>8.2f} ± {:<5.2f} | {:>12} | {:>12.1f} GOPS |\n",
+            fmt::format("pp{}", np), depth, o.threads, blk, st.mean, st.sd, "", gops);
       }
-      const Stats st = stats(rates);
-      const double gbs = wbytes * st.mean / 1e9;
-      std::string frac =
-          bw > 0 ? fmt::format("{:.0f}% of {:.1f}", 100.0 * gbs * 1e9 / bw, bw / 1e9) : "-";
-      fmt::print("| {:>7} | {:>7} | {:>5} | {:>8.2f} ± {:<5.2f} | {:>12.2f} | {:>18} |\n",
-                 fmt::format("tg{}", ng), depth, o.threads, st.mean, st.sd, gbs, frac);
+      for (int64_t ng : o.n_gen) {
+        if (ng <= 0) continue;
+        std::vector<double> rates;
+        for (int r = 0; r < o.reps + 1; ++r) {
+          Forward f(*model, fo, pool);
+          if (depth > 0) f.eval(prefix);
+          int32_t tok = 1;
+          const auto t0 = Clock::now();
+          for (int64_t i = 0; i < ng; ++i) {
+            const int32_t one[1] = {tok};
+            std::vector<float> logits = f.eval(one);
+            tok = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) -
+                                       logits.begin());
+          }
+          const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+          if (r > 0) rates.push_back(static_cast<double>(ng) / s);
+        }
+        const Stats st = stats(rates);
+        const double gbs = wbytes * st.mean / 1e9;
+        std::string frac =
+            bw > 0 ? fmt::format("{:.0f}% of {:.1f}", 100.0 * gbs * 1e9 / bw, bw / 1e9) : "-";
+        fmt::print("| {:>7} | {:>7} | {:>5} | {:>6} | {:>8.2f} ± {:<5.2f} | {:>12.2f} | {:>18} |\n",
+                   fmt::format("tg{}", ng), depth, o.threads, blk, st.mean, st.sd, gbs, frac);
+      }
     }
-  }
   return 0;
 }
 
@@ -186,6 +190,7 @@ int bench(const BenchOptions& o) {
 struct EngineRun {
   double seconds = 0;
   std::vector<RequestStats> stats;
+  std::vector<FinishReason> reasons;
 };
 
 EngineRun run_engine(Engine& engine, const std::vector<GenerationRequest>& reqs,
@@ -194,6 +199,7 @@ EngineRun run_engine(Engine& engine, const std::vector<GenerationRequest>& reqs,
   std::condition_variable cv;
   EngineRun out;
   out.stats.resize(reqs.size());
+  out.reasons.resize(reqs.size(), FinishReason::Length);
   size_t finished = 0;
   const auto t0 = std::chrono::steady_clock::now();
   for (size_t i = 0; i < reqs.size(); ++i) {
@@ -205,6 +211,7 @@ EngineRun run_engine(Engine& engine, const std::vector<GenerationRequest>& reqs,
       if (e.kind != EngineEvent::Kind::Finished) return;
       std::lock_guard lock(mu);
       out.stats[i] = e.stats;
+      out.reasons[i] = e.reason;
       ++finished;
       cv.notify_all();
     };
@@ -214,6 +221,10 @@ EngineRun run_engine(Engine& engine, const std::vector<GenerationRequest>& reqs,
   std::unique_lock lock(mu);
   cv.wait(lock, [&] { return finished == reqs.size(); });
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // A figure from a request that did not run to its token limit would be meaningless.
+  for (size_t i = 0; i < reqs.size(); ++i)
+    if (out.reasons[i] != FinishReason::Length)
+      fail("bench: request {} ended early ({})", i, finish_reason_name(out.reasons[i]));
   return out;
 }
 
@@ -239,6 +250,7 @@ void bench_engine(const BenchOptions& o, const Model& model, const Tokenizer& to
       eo.max_running = static_cast<int>(n);
       eo.max_seq_tokens = 32 + ng + 1;
       eo.kv_type = kv;
+      eo.kv_block_tokens = o.kv_block.front();
       Engine engine(model, tok, eo, pool);
       engine.start();
       std::vector<GenerationRequest> reqs;
@@ -260,6 +272,7 @@ void bench_engine(const BenchOptions& o, const Model& model, const Tokenizer& to
     eo.max_seq_tokens = o.long_prompt + 64;
     eo.step_tokens = o.step_tokens;
     eo.kv_type = kv;
+    eo.kv_block_tokens = o.kv_block.front();
     Engine engine(model, tok, eo, pool);
     engine.start();
     run_engine(engine, {make(32, 2, 98)}, {});  // warm-up
@@ -300,6 +313,10 @@ void add_bench(CLI::App& app, Context& ctx) {
       ->capture_default_str()
       ->check(CLI::Range(1, 100));
   cmd->add_option("--kv-type", o->kv_type, "KV cache type: f32, f16, q8_0")->capture_default_str();
+  cmd->add_option("--kv-block", o->kv_block, "Tokens per KV block (a list compares sizes)")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{4096}));
   cmd->add_flag("!--no-membw", o->membw, "Skip the memory bandwidth probe");
   cmd->add_flag("--membw-only", o->membw_only, "Only measure memory read bandwidth");
   cmd->add_option("--concurrency", o->concurrency,

@@ -67,8 +67,11 @@ namespace {
 // machine has available (weights are mapped, not counted here).
 size_t default_kv_bytes(const EngineOptions& o, const ops::KvLayout& l, int64_t n_layer) {
   if (o.kv_bytes > 0) return o.kv_bytes;
-  const size_t want = 2 * l.token_bytes() * static_cast<size_t>(n_layer) *
-                      static_cast<size_t>(o.max_seq_tokens) *
+  // Whole blocks per running sequence: a budget of exactly max_seq_tokens tokens would round
+  // down to fewer blocks than one full sequence needs.
+  const size_t blocks_per_seq =
+      static_cast<size_t>((o.max_seq_tokens + l.block_tokens - 1) / l.block_tokens);
+  const size_t want = 2 * l.block_bytes() * static_cast<size_t>(n_layer) * blocks_per_seq *
                       static_cast<size_t>(std::max(1, o.max_running));
   if (auto avail = available_memory_bytes()) return std::max<size_t>(1, std::min(want, *avail / 2));
   return want;

@@ -239,6 +239,32 @@ TEST(Engine, AdmissionLimitsAndInvalidRequests) {
   EXPECT_TRUE(c.finished);
 }
 
+// The default pool holds whole blocks for every running sequence: a context that is not a
+// multiple of the block size must still run to its limit (it used to round down to fewer
+// blocks than one sequence needs and end the request with context_full).
+TEST(Engine, DefaultPoolFitsFullContextsOfEverySequence) {
+  HEARTH_SHARED_OR_SKIP(path, "models/synthetic/qwen3-F32.gguf");
+  Fixture f = load(path);
+  ops::ThreadPool pool(1);
+  EngineOptions o;
+  o.max_running = 2;
+  o.max_seq_tokens = 49;  // 2 blocks of 32 per sequence, 1.53 in tokens
+  Engine engine(*f.model, *f.tok, o, pool);
+  EXPECT_GE(engine.metrics().kv_blocks, 4);
+  Collected a, b;
+  GenerationRequest ra = request(prompt(32, 1), 16, &a), rb = request(prompt(32, 2), 16, &b);
+  ra.stop_at_eog = rb.stop_at_eog = false;
+  ASSERT_TRUE(engine.submit(std::move(ra)).ok());
+  ASSERT_TRUE(engine.submit(std::move(rb)).ok());
+  engine.run_until_idle();
+  ASSERT_TRUE(a.finished && b.finished);
+  EXPECT_EQ(a.reason, FinishReason::Length);
+  EXPECT_EQ(b.reason, FinishReason::Length);
+  EXPECT_EQ(a.tokens.size(), 16u);
+  EXPECT_EQ(b.tokens.size(), 16u);
+  EXPECT_EQ(b.stats.preemptions + a.stats.preemptions, 0);
+}
+
 TEST(Engine, BackgroundThreadStreamsText) {
   HEARTH_SHARED_OR_SKIP(path, "models/stories260K.gguf");
   Fixture f = load(path);
