@@ -86,6 +86,7 @@ int main(int argc, char** argv) {
   CLI::App app{"chat replay benchmark"};
   std::string model_path, kv_mem, cache_dir, transcript;
   int sessions = 4, turns = 8, from = 1, threads = 2, reply_tokens = 32, user_words = 60;
+  int64_t kv_block = EngineOptions{}.kv_block_tokens;
   bool concurrent = false, no_cache = false;
   app.add_option("-m,--model", model_path)->required();
   app.add_option("--sessions", sessions);
@@ -95,6 +96,7 @@ int main(int argc, char** argv) {
   app.add_option("--user-words", user_words);
   app.add_flag("--concurrent", concurrent, "all sessions' turns at once (default: round-robin)");
   app.add_option("--kv-mem", kv_mem);
+  app.add_option("--kv-block", kv_block, "tokens per KV block")->check(CLI::Range(1, 4096));
   app.add_option("--cache-dir", cache_dir);
   app.add_flag("--no-cache", no_cache);
   app.add_option("--transcript", transcript, "conversations file (read with --from, written)");
@@ -107,6 +109,7 @@ int main(int argc, char** argv) {
   EngineOptions eo;
   eo.max_running = std::max(4, sessions);
   eo.max_seq_tokens = 8192;
+  eo.kv_block_tokens = kv_block;
   eo.prefix_cache = !no_cache;
   eo.cache_dir = cache_dir;
   if (!kv_mem.empty()) eo.kv_bytes = parse_byte_size(kv_mem).value_or(0);

@@ -1,6 +1,6 @@
 // matmul kernel figures: decode (n_tok = 1) weight bandwidth against the machine's measured
-// read bandwidth, and prefill (n_tok = 512) GOPS (2·rows·cols·tokens / s, activation
-// quantization included), per weight type, for 1 and 2 threads (or -t N).
+// read bandwidth, prefill (n_tok = 512) and four-token batch GOPS (2·rows·cols·tokens / s,
+// activation quantization included), per weight type, for 1 and 2 threads (or -t N).
 //
 // Decode rotates over enough copies of the matrix to exceed the last-level cache, as a forward
 // pass streams every layer's weights once per token.
@@ -296,8 +296,9 @@ int main(int argc, char** argv) {
         "decode (n_tok=1, GB/s of weights, best/median, %% of read bw); prefill (n_tok=512, "
         "GOPS = 2*rows*cols*tok/s, best/median)\n");
     std::printf("shapes as cols x rows (input width x outputs)\n");
-    std::printf("%-5s | %-23s | %-23s | %-23s | %-15s | %-15s\n", "type", "dec 1024x3072",
-                "dec 3072x1024", "dec 1024x151936", "pp512 1024x3072", "pp512 3072x1024");
+    std::printf("%-5s | %-23s | %-23s | %-23s | %-15s | %-15s | %-15s\n", "type", "dec 1024x3072",
+                "dec 3072x1024", "dec 1024x151936", "pp512 1024x3072", "pp512 3072x1024",
+                "b4 1024x3072");
     for (TensorType t : types) {
       const bool simd = matmul_has_simd_kernel(t);
       std::printf("%-5s |", std::string(type_name(t)).c_str());
@@ -319,6 +320,9 @@ int main(int argc, char** argv) {
           std::printf(" %6.1f/%6.1f  |", r.best, r.median);
           std::fflush(stdout);
         }
+        // Four tokens at once: what a decode step of four concurrent streams asks.
+        const Result r = bench_prefill(t, 3072, 1024, 4, pool, min_s);
+        std::printf(" %6.1f/%6.1f  |", r.best, r.median);
       }
       std::printf("%s\n", simd ? "" : "  (scalar path)");
     }

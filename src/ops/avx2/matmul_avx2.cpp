@@ -139,8 +139,17 @@ MM_INLINE void token_tiles(const Ctx& c, int64_t r, int64_t t, int64_t t1) {
 template <class K>
 void drive(const Ctx& c, int64_t r0, int64_t r1) {
   const int64_t n_tok = c.x.n_tok;
+  if (n_tok > 1 && n_tok < K::kTP) {
+    // A small batch (concurrent decodes): one register tile holds all its tokens, so each
+    // weight block is unpacked once per batch rather than once per token (measured, four
+    // tokens, 2 threads: Q6_K 54 → 100 GOPS, Q8_0 54 → 58-70).
+    int64_t r = r0;
+    for (; r + K::kRP <= r1; r += K::kRP) token_tiles<K, K::kRP, K::kTP>(c, r, 0, n_tok);
+    for (; r < r1; ++r) token_tiles<K, 1, K::kTP>(c, r, 0, n_tok);
+    return;
+  }
   if (n_tok < K::kTP) {
-    // Few tokens: a row tile stays in L1 while the tokens pass over it.
+    // Decode: a row tile stays in L1 while the tokens pass over it.
     int64_t r = r0;
     for (; r + K::kRD <= r1; r += K::kRD)
       for (int64_t t = 0; t < n_tok; ++t) K::template dec<K::kRD>(c, r, t);
@@ -942,7 +951,9 @@ void quantize_rows_avx2(TensorType act_type, const float* x, int64_t n_tok, int6
 }
 
 // Every format the matmul layer supports has an AVX2 kernel; keep one list (ops::matmul_supported).
-bool avx2_has_kernel(TensorType w) { return matmul_supported(w); }
+bool avx2_has_kernel(TensorType w) {
+  return matmul_supported(w);
+}
 
 #ifndef LEG_Q8_0
 #define LEG_Q8_0 2, 5
