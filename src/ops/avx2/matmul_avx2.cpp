@@ -374,7 +374,7 @@ struct KLegacy {
       // Dot pass.
       for (int k = 0; k < n; ++k) {
         const int64_t b = b0 + k;
-        if constexpr (T == 1) {
+        if constexpr (T < kTP) {  // decode and small batches stream the matrix
 #pragma GCC unroll 8
           for (int l = 0; l < kLines; ++l) _mm_prefetch(pf + 64 * l, _MM_HINT_T1);
           pf += R * WT::kBytes;
@@ -506,7 +506,7 @@ struct KPaired {
       }
       for (int k = 0; k < n; ++k) {
         const int64_t b = b0 + k;
-        if constexpr (T == 1) {
+        if constexpr (T < kTP) {  // decode and small batches stream the matrix
 #pragma GCC unroll 8
           for (int l = 0; l < kLines; ++l) _mm_prefetch(pf + 64 * l, _MM_HINT_T1);
           pf += R * WT::kBytes;
@@ -799,7 +799,7 @@ struct KFloat {
     const char* pf = reinterpret_cast<const char*>(wr[0]) + kPrefetchTiles * R * c.w.row_stride;
     constexpr int kLines = static_cast<int>((R * 8 * kElem + 63) / 64);
     for (int64_t k = 0; k < n8; k += 8) {
-      if constexpr (T == 1) {
+      if constexpr (T < kTP) {  // decode and small batches stream the matrix
 #pragma GCC unroll 8
         for (int l = 0; l < kLines; ++l) _mm_prefetch(pf + 64 * l, _MM_HINT_T1);
         pf += R * 8 * kElem;
