@@ -9,10 +9,11 @@ namespace hearth {
 ops::KvLayout kv_layout_for(const HParams& hp, TensorType kv_type, int64_t block_tokens) {
   if (block_tokens <= 0 || block_tokens > 4096)
     fail("KV block size must be in 1..4096, got {}", block_tokens);
-  if (kv_type != TensorType::F32 && kv_type != TensorType::F16 && kv_type != TensorType::Q8_0)
-    fail("KV type {} is not supported (F32, F16, Q8_0)", type_name(kv_type));
-  if (kv_type == TensorType::Q8_0 && hp.head_dim % 32 != 0)
-    fail("Q8_0 KV needs a head size that is a multiple of 32 (this model: {})", hp.head_dim);
+  if (!ops::kv_type_supported(kv_type))
+    fail("KV type {} is not supported (F32, F16, Q8_0, Q4_0)", type_name(kv_type));
+  if (hp.head_dim % traits(kv_type).block_elems != 0)
+    fail("{} KV needs a head size that is a multiple of {} (this model: {})", type_name(kv_type),
+         traits(kv_type).block_elems, hp.head_dim);
   ops::KvLayout l;
   l.type = kv_type;
   l.n_kv_head = hp.n_head_kv;

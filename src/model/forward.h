@@ -16,7 +16,7 @@ namespace hearth {
 
 struct ForwardOptions {
   int64_t n_ctx = 4096;
-  TensorType kv_type = TensorType::F16;  // F32, F16 or Q8_0
+  TensorType kv_type = TensorType::F16;  // F32, F16, Q8_0 or Q4_0
   int64_t kv_block_tokens = 32;
 };
 

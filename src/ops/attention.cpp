@@ -17,6 +17,11 @@
 
 namespace hearth::ops {
 
+bool kv_type_supported(TensorType t) {
+  return t == TensorType::F32 || t == TensorType::F16 || t == TensorType::Q8_0 ||
+         t == TensorType::Q4_0;
+}
+
 size_t KvLayout::head_bytes() const {
   return row_bytes(type, head_dim);
 }
@@ -41,13 +46,13 @@ namespace {
 
 void validate(const AttentionArgs& a, const KvSeqView& kv) {
   const KvLayout& L = kv.layout;
-  if (L.type != TensorType::F32 && L.type != TensorType::F16 && L.type != TensorType::Q8_0)
-    fail("attention: unsupported KV type {}", type_name(L.type));
+  if (!kv_type_supported(L.type)) fail("attention: unsupported KV type {}", type_name(L.type));
   if (L.head_dim <= 0 || L.n_kv_head <= 0 || L.block_tokens <= 0)
     fail("attention: bad KV layout (head_dim {}, n_kv_head {}, block_tokens {})", L.head_dim,
          L.n_kv_head, L.block_tokens);
-  if (L.type == TensorType::Q8_0 && L.head_dim % 32 != 0)
-    fail("attention: Q8_0 KV needs head_dim a multiple of 32 (got {})", L.head_dim);
+  if (L.head_dim % traits(L.type).block_elems != 0)
+    fail("attention: {} KV needs head_dim a multiple of {} (got {})", type_name(L.type),
+         traits(L.type).block_elems, L.head_dim);
   if (a.n_head <= 0 || a.n_head % L.n_kv_head != 0)
     fail("attention: {} query heads do not group over {} KV heads", a.n_head, L.n_kv_head);
   if (a.n_q < 0 || a.pos0 < 0 || a.pos0 + a.n_q > kv.n_tokens)

@@ -10,8 +10,13 @@
 
 namespace hearth::ops {
 
+// The types a KV cache may be stored in: F32, F16, Q8_0, Q4_0 (GGML's blocks of 32: an f16
+// scale and 32 int8 / 4-bit values, encoded by the reference quantizer of quant/quantize.h).
+bool kv_type_supported(TensorType t);
+
 struct KvLayout {
-  TensorType type = TensorType::F16;  // F32, F16 or Q8_0 (head_dim a multiple of 32 for Q8_0)
+  // F32, F16, Q8_0 or Q4_0 (kv_type_supported); head_dim a multiple of 32 for Q8_0 and Q4_0.
+  TensorType type = TensorType::F16;
   int64_t n_kv_head = 0;
   int64_t head_dim = 0;
   int64_t block_tokens = 0;  // tokens per block

@@ -128,7 +128,8 @@ TEST_P(EngineExact, BatchedChunkedAndPreemptedEqualAlone) {
 INSTANTIATE_TEST_SUITE_P(Models, EngineExact,
                          ::testing::Values(std::make_tuple("llama-untied-Q8_0", TensorType::F16),
                                            std::make_tuple("qwen2-Q4_K", TensorType::Q8_0),
-                                           std::make_tuple("qwen3-Q6_K", TensorType::F16)));
+                                           std::make_tuple("qwen3-Q6_K", TensorType::F16),
+                                           std::make_tuple("qwen3-Q8_0", TensorType::Q4_0)));
 
 TEST(Engine, CancelMidPrefillAndMidDecodeReturnsEveryBlock) {
   HEARTH_SHARED_OR_SKIP(path, "models/synthetic/qwen3-Q8_0.gguf");

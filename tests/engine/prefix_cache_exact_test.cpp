@@ -1,6 +1,7 @@
 // The prefix cache is exact: random multi-turn conversations give bit-identical logits and the
 // same greedy tokens with the cache (memory hits, partial-block hits, evictions, disk hits, a
-// restart) as without it, for F16 and Q8_0 KV.
+// restart) as without it, for F16, Q8_0 and Q4_0 KV; and the disk tier never serves blocks of
+// one KV type to an engine of another.
 #include <gtest/gtest.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -198,7 +199,55 @@ INSTANTIATE_TEST_SUITE_P(Models, PrefixCacheExact,
                          ::testing::Values(std::make_tuple("qwen3-Q8_0", TensorType::F16),
                                            std::make_tuple("qwen3-Q8_0", TensorType::Q8_0),
                                            std::make_tuple("llama-untied-Q8_0", TensorType::F16),
-                                           std::make_tuple("qwen2-Q4_K", TensorType::Q8_0)));
+                                           std::make_tuple("qwen2-Q4_K", TensorType::Q8_0),
+                                           std::make_tuple("qwen3-Q8_0", TensorType::Q4_0)));
+
+// The cache directory is keyed by the KV type (and block geometry): blocks written by a Q4_0
+// engine come back to a Q4_0 engine after a restart, and never to an engine of another type,
+// which recomputes and gives its own uncached result.
+TEST(PrefixCacheDisk, KvTypeIsPartOfTheKey) {
+  HEARTH_SHARED_OR_SKIP(path, "models/synthetic/qwen3-Q8_0.gguf");
+  auto model = Model::load(path);
+  const Tokenizer tok = Tokenizer::from_gguf(model->file());
+  ops::ThreadPool pool(2);
+  const int n_gen = 4;
+  const std::vector<int32_t> prompt = conversations(1, 1, model->hparams().n_vocab, 3)[0].user[0];
+  const std::string dir = (std::filesystem::temp_directory_path() /
+                           ("hearth-cache-kvtype-" + std::to_string(::getpid())))
+                              .string();
+  std::filesystem::remove_all(dir);
+  {  // Fill the directory from a Q4_0 engine (flushed on destruction).
+    Engine e(*model, tok, options(*model, TensorType::Q4_0, 64, true, dir), pool);
+    Turn t;
+    ASSERT_TRUE(e.submit(make_request(prompt, n_gen, &t)).ok());
+    e.run_until_idle();
+  }
+  for (TensorType other : {TensorType::F16, TensorType::Q8_0, TensorType::F32}) {
+    Engine plain(*model, tok, options(*model, other, 64, false), pool);
+    Engine e(*model, tok, options(*model, other, 64, true, dir), pool);
+    Turn a, b;
+    ASSERT_TRUE(e.submit(make_request(prompt, n_gen, &a)).ok());
+    e.run_until_idle();
+    ASSERT_TRUE(plain.submit(make_request(prompt, n_gen, &b)).ok());
+    plain.run_until_idle();
+    EXPECT_EQ(a.stats.cached_tokens, 0) << type_name(other);
+    EXPECT_EQ(e.metrics().cache.disk_hit_tokens, 0) << type_name(other);
+    EXPECT_EQ(a.logit_hashes, b.logit_hashes) << type_name(other);
+  }
+  {  // A Q4_0 engine after a restart: served from disk, the same logits as computing afresh.
+    Engine plain(*model, tok, options(*model, TensorType::Q4_0, 64, false), pool);
+    Engine e(*model, tok, options(*model, TensorType::Q4_0, 64, true, dir), pool);
+    Turn a, b;
+    ASSERT_TRUE(e.submit(make_request(prompt, n_gen, &a)).ok());
+    e.run_until_idle();
+    ASSERT_TRUE(plain.submit(make_request(prompt, n_gen, &b)).ok());
+    plain.run_until_idle();
+    EXPECT_GT(e.metrics().cache.disk_hit_tokens, 0);
+    EXPECT_GT(a.stats.cached_tokens, 0);
+    EXPECT_EQ(a.logit_hashes, b.logit_hashes);
+  }
+  std::filesystem::remove_all(dir);
+}
 
 }  // namespace
 }  // namespace hearth

@@ -67,9 +67,12 @@ TEST_P(FastGolden, WithinToleranceOfReference) {
   auto model = Model::load(model_path);
   ops::ThreadPool pool(2);
   // Encoded KV adds its own rounding: F16 (~5e-4 relative) what llama.cpp's f16 cache shows,
-  // Q8_0 about what Q8_0 weights do.
+  // Q8_0 about what Q8_0 weights do. Q4_0's step is 16x Q8_0's, and on these random-weight
+  // models it moves the top-5 logprobs by up to 1.2 nats (measured: 0.88 llama, 0.90 qwen2,
+  // 1.20 qwen3-F32; Q8_0 KV 0.06-0.17): a memory/accuracy trade, stated as such.
   const double kv_allowance = c.kv == TensorType::F16    ? 3e-2
                               : c.kv == TensorType::Q8_0 ? 0.15
+                              : c.kv == TensorType::Q4_0 ? 1.5
                                                          : 0.0;
   const double tol = g["recommended_tolerance"].get<double>() + kv_allowance;
   double worst = 0;
@@ -120,6 +123,7 @@ std::vector<FastCase> fast_cases() {
   for (const char* m : {"llama-untied-Q8_0", "qwen2-Q4_K", "qwen3-F32"}) {
     v.push_back({m, TensorType::F16});
     v.push_back({m, TensorType::Q8_0});
+    v.push_back({m, TensorType::Q4_0});
   }
   return v;
 }
@@ -194,7 +198,8 @@ INSTANTIATE_TEST_SUITE_P(Models, Invariance,
                                            std::make_tuple("qwen2-Q4_K", TensorType::Q8_0),
                                            std::make_tuple("qwen3-Q6_K", TensorType::F16),
                                            std::make_tuple("qwen3-F16", TensorType::Q8_0),
-                                           std::make_tuple("qwen3-Q4_0", TensorType::F32)));
+                                           std::make_tuple("qwen3-Q4_0", TensorType::F32),
+                                           std::make_tuple("qwen3-Q8_0", TensorType::Q4_0)));
 
 TEST(FastForward, ScalarAndSimdPathsAgree) {
   HEARTH_SHARED_OR_SKIP(model_path, "models/synthetic/qwen3-Q4_K.gguf");
@@ -306,7 +311,8 @@ INSTANTIATE_TEST_SUITE_P(Models, BatchInvariance,
                          ::testing::Values(std::make_tuple("llama-untied-Q8_0", TensorType::F16),
                                            std::make_tuple("qwen2-Q4_K", TensorType::Q8_0),
                                            std::make_tuple("qwen3-Q6_K", TensorType::F16),
-                                           std::make_tuple("qwen3-Q8_0", TensorType::Q8_0)));
+                                           std::make_tuple("qwen3-Q8_0", TensorType::Q8_0),
+                                           std::make_tuple("qwen2-Q4_K", TensorType::Q4_0)));
 
 TEST(BatchForwardErrors, BadBlocksAndTokensAreRejected) {
   HEARTH_SHARED_OR_SKIP(model_path, "models/synthetic/qwen3-F32.gguf");

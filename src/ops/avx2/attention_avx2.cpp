@@ -1,7 +1,7 @@
 // AVX2+FMA fused attention task (see attention_kernels.h for the reduction order it keeps).
 // A task's query vectors (the GQA group's heads times up to kAttnQueryRows query rows) share
 // every K/V tile. With few of them (decode) the kernels read the encoded rows directly,
-// widening F16 with F16C and Q8_0 as q * d; with more (prefill) each tile's rows are first
+// widening F16 with F16C and Q8_0 / Q4_0 as q * d; with more (prefill) each tile's rows are first
 // decoded once into an f32 buffer that every query block then reads. Both produce exactly the
 // f32 values of the reference dequantizer, and scores and P*V come from register-blocked
 // kernels whose blocking changes only which values share registers, never the sequence of
@@ -49,6 +49,26 @@ const float* decode_row(TensorType type, const uint8_t* src, float* dst, int64_t
           dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * i))));
     return dst;
   }
+  if (type == TensorType::Q4_0) {
+    // 18-byte blocks: element j < 16 the low nibble of qs[j], j + 16 its high nibble;
+    // x = (q - 8) * d (the integer exact in float, one rounding, as the reference dequantizer).
+    const __m128i mask = _mm_set1_epi8(0x0F);
+    const __m256i eight = _mm256_set1_epi32(8);
+    for (int64_t b = 0; b < n / kQK; ++b) {
+      const uint8_t* blk = src + b * static_cast<int64_t>(sizeof(BlockQ4_0));
+      uint16_t dbits;
+      std::memcpy(&dbits, blk, 2);
+      const __m256 d = _mm256_set1_ps(_cvtsh_ss(dbits));
+      const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
+      const __m128i lo = _mm_and_si128(qs, mask), hi = _mm_and_si128(_mm_srli_epi16(qs, 4), mask);
+      const __m128i parts[4] = {lo, _mm_srli_si128(lo, 8), hi, _mm_srli_si128(hi, 8)};
+      for (int k = 0; k < 4; ++k) {
+        const __m256i q = _mm256_sub_epi32(_mm256_cvtepu8_epi32(parts[k]), eight);
+        _mm256_storeu_ps(dst + b * kQK + 8 * k, _mm256_mul_ps(_mm256_cvtepi32_ps(q), d));
+      }
+    }
+    return dst;
+  }
   // Q8_0: 34-byte blocks, x = q * d (float multiply, as the reference dequantizer).
   for (int64_t b = 0; b < n / kQK; ++b) {
     const uint8_t* blk = src + b * static_cast<int64_t>(sizeof(BlockQ8_0));
@@ -86,6 +106,19 @@ struct Q8Rows {
     // F16C widening of the scale: exact, like f16_to_f32, without its 256 KiB table.
     return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q8)),
                          _mm256_set1_ps(_cvtsh_ss(dbits)));
+  }
+};
+
+struct Q4Rows {
+  static __m256 load(const uint8_t* row, int64_t c) {
+    const uint8_t* blk = row + (c / kQK) * static_cast<int64_t>(sizeof(BlockQ4_0));
+    const int64_t k = c % kQK;  // 0, 8: low nibbles of qs[k..k+7]; 16, 24: high of qs[k-16..]
+    uint16_t dbits;
+    std::memcpy(&dbits, blk, 2);
+    __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 2 + k % 16));
+    q = _mm_and_si128(k < 16 ? q : _mm_srli_epi16(q, 4), _mm_set1_epi8(0x0F));
+    const __m256i qi = _mm256_sub_epi32(_mm256_cvtepu8_epi32(q), _mm256_set1_epi32(8));
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(qi), _mm256_set1_ps(_cvtsh_ss(dbits)));
   }
 };
 
@@ -419,6 +452,8 @@ void attention_task(const AttnTask& t) {
       return run_task<F16Rows, true>(t);
     case TensorType::Q8_0:
       return run_task<Q8Rows, true>(t);
+    case TensorType::Q4_0:
+      return run_task<Q4Rows, true>(t);
     default:
       return run_task<F32Rows, true>(t);
   }
