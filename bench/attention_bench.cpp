@@ -185,7 +185,7 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "usage: %s [-t N] [-r reps] [--ctx N] [--layers N] [--shape qwen3|llama1b] "
-                   "[--type f32|f16|q8_0|all] [--head-major]\n",
+                   "[--type f32|f16|q8_0|q4_0|all] [--head-major]\n",
                    argv[0]);
       return 2;
     }
@@ -206,7 +206,7 @@ int main(int argc, char** argv) {
 
   std::vector<TensorType> types;
   if (type_name_arg == "all") {
-    types = {TensorType::F16, TensorType::Q8_0, TensorType::F32};
+    types = {TensorType::F16, TensorType::Q8_0, TensorType::Q4_0, TensorType::F32};
   } else {
     auto t = type_from_name(type_name_arg);
     if (!t) {

@@ -2,7 +2,7 @@
 // prompt, varied user messages, each reply fed back into the history as text — and reports, per
 // turn, time to first token and prompt tokens prefilled vs new.
 //
-//   chat_replay -m MODEL [--sessions 4] [--turns 8] [--concurrent] [--kv-mem 1G]
+//   chat_replay -m MODEL [--sessions 4] [--turns 8] [--concurrent] [--kv-mem 1G] [--kv-type f16]
 //               [--cache-dir DIR] [--no-cache] [--from 1] [--transcript FILE] [-t 2]
 //
 // --from K with --transcript FILE continues conversations saved by an earlier run (restart test:
@@ -17,6 +17,7 @@
 #include <random>
 
 #include "engine/engine.h"
+#include "ops/attention.h"
 #include "util/system.h"
 
 using namespace hearth;
@@ -84,7 +85,7 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   CLI::App app{"chat replay benchmark"};
-  std::string model_path, kv_mem, cache_dir, transcript;
+  std::string model_path, kv_mem, kv_type = "f16", cache_dir, transcript;
   int sessions = 4, turns = 8, from = 1, threads = 2, reply_tokens = 32, user_words = 60;
   int64_t kv_block = EngineOptions{}.kv_block_tokens;
   bool concurrent = false, no_cache = false;
@@ -96,6 +97,7 @@ int main(int argc, char** argv) {
   app.add_option("--user-words", user_words);
   app.add_flag("--concurrent", concurrent, "all sessions' turns at once (default: round-robin)");
   app.add_option("--kv-mem", kv_mem);
+  app.add_option("--kv-type", kv_type, "KV cache type: f32, f16, q8_0, q4_0");
   app.add_option("--kv-block", kv_block, "tokens per KV block")->check(CLI::Range(1, 4096));
   app.add_option("--cache-dir", cache_dir);
   app.add_flag("--no-cache", no_cache);
@@ -103,6 +105,11 @@ int main(int argc, char** argv) {
   app.add_option("-t,--threads", threads);
   CLI11_PARSE(app, argc, argv);
 
+  const auto kv = type_from_name(kv_type);
+  if (!kv || !ops::kv_type_supported(*kv)) {
+    std::fprintf(stderr, "unknown KV type '%s' (f32, f16, q8_0, q4_0)\n", kv_type.c_str());
+    return 2;
+  }
   auto model = Model::load(model_path);
   const Tokenizer tok = Tokenizer::from_gguf(model->file());
   ops::ThreadPool pool(threads);
@@ -110,15 +117,17 @@ int main(int argc, char** argv) {
   eo.max_running = std::max(4, sessions);
   eo.max_seq_tokens = 8192;
   eo.kv_block_tokens = kv_block;
+  eo.kv_type = *kv;
   eo.prefix_cache = !no_cache;
   eo.cache_dir = cache_dir;
   if (!kv_mem.empty()) eo.kv_bytes = parse_byte_size(kv_mem).value_or(0);
   auto t_load = std::chrono::steady_clock::now();
   Engine engine(*model, tok, eo, pool);
   std::printf(
-      "model %s | KV %zu bytes/token, pool %d blocks | cache %s%s | load %.0f ms\n",
-      model_path.c_str(), engine.kv_bytes_per_token(), engine.kv_pool().n_blocks(),
-      no_cache ? "off" : "on", cache_dir.empty() ? "" : (" + disk " + cache_dir).c_str(),
+      "model %s | KV %s, %zu bytes/token, pool %d blocks | cache %s%s | load %.0f ms\n",
+      model_path.c_str(), std::string(type_name(*kv)).c_str(), engine.kv_bytes_per_token(),
+      engine.kv_pool().n_blocks(), no_cache ? "off" : "on",
+      cache_dir.empty() ? "" : (" + disk " + cache_dir).c_str(),
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_load).count());
 
   std::mt19937 rng(1234);

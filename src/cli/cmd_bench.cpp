@@ -104,19 +104,17 @@ int bench(const BenchOptions& o) {
   if (o.model.empty()) fail("bench needs -m MODEL (or --membw-only)");
   auto model = Model::load(o.model);
   const HParams& hp = model->hparams();
-  auto kv = type_from_name(o.kv_type);
-  if (!kv) fail("unknown KV type '{}'", o.kv_type);
+  const TensorType kv = kv_type_option(o.kv_type);
   const double wbytes = weight_bytes_per_token(*model);
   fmt::print("model: {} | {} | {:.1f} MiB weights | simd: {} ({}) | kv: {}\n", o.model,
              hp.summary(), static_cast<double>(model->weight_bytes()) / (1 << 20),
-             ops::simd_level_name(ops::simd_level()), ops::cpu_features().summary(),
-             type_name(*kv));
+             ops::simd_level_name(ops::simd_level()), ops::cpu_features().summary(), type_name(kv));
   const size_t kv_token_bytes =
-      2 * kv_layout_for(hp, *kv, 32).token_bytes() * static_cast<size_t>(hp.n_layer);
-  fmt::print("kv bytes per token: {} ({})\n", kv_token_bytes, type_name(*kv));
+      2 * kv_layout_for(hp, kv, 32).token_bytes() * static_cast<size_t>(hp.n_layer);
+  fmt::print("kv bytes per token: {} ({})\n", kv_token_bytes, type_name(kv));
   if (!o.concurrency.empty() || o.long_prompt > 0) {
     Tokenizer tok = Tokenizer::from_gguf(model->file());
-    bench_engine(o, *model, tok, pool, *kv);
+    bench_engine(o, *model, tok, pool, kv);
     return 0;
   }
 
@@ -133,7 +131,7 @@ int bench(const BenchOptions& o) {
                                1;
       ForwardOptions fo;
       fo.n_ctx = max_need;
-      fo.kv_type = *kv;
+      fo.kv_type = kv;
       fo.kv_block_tokens = blk;
       const std::vector<int32_t> prefix = random_tokens(depth, hp.n_vocab, 1);
       for (int64_t np : o.n_prompt) {
@@ -312,7 +310,8 @@ void add_bench(CLI::App& app, Context& ctx) {
   cmd->add_option("-r,--repetitions", o->reps, "Repetitions")
       ->capture_default_str()
       ->check(CLI::Range(1, 100));
-  cmd->add_option("--kv-type", o->kv_type, "KV cache type: f32, f16, q8_0")->capture_default_str();
+  cmd->add_option("--kv-type", o->kv_type, "KV cache type: f32, f16, q8_0, q4_0")
+      ->capture_default_str();
   cmd->add_option("--kv-block", o->kv_block, "Tokens per KV block (a list compares sizes)")
       ->delimiter(',')
       ->capture_default_str()

@@ -75,8 +75,7 @@ int run(const RunOptions& o) {
                           [&](int32_t id) { return tok.token_to_piece(id, true); },
                           [&](std::string_view t) { return tok.encode(t, false, false); }};
 
-  auto kv = type_from_name(o.kv_type);
-  if (!kv) fail("unknown KV type '{}' (f32, f16, q8_0)", o.kv_type);
+  const TensorType kv = kv_type_option(o.kv_type);
   auto t_start = Clock::now();
   int64_t n_gen = 0;
   std::string stop = "length";
@@ -113,7 +112,7 @@ int run(const RunOptions& o) {
     EngineOptions eo;
     eo.max_running = 1;
     eo.max_seq_tokens = n_ctx;
-    eo.kv_type = *kv;
+    eo.kv_type = kv;
     if (!o.kv_mem.empty()) eo.kv_bytes = size_option("--kv-mem", o.kv_mem);
     Engine engine(*model, tok, eo, pool);
     GenerationRequest req;
@@ -172,7 +171,8 @@ void add_run(CLI::App& app, Context& ctx) {
   cmd->add_option("-t,--threads", o->threads, "Threads")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
-  cmd->add_option("--kv-type", o->kv_type, "KV cache type: f32, f16, q8_0")->capture_default_str();
+  cmd->add_option("--kv-type", o->kv_type, "KV cache type: f32, f16, q8_0, q4_0")
+      ->capture_default_str();
   cmd->add_option("--kv-mem", o->kv_mem,
                   "KV pool budget (e.g. 512M, 2G; default: the context, at most half of free RAM)");
   cmd->add_flag("--reference", o->reference,

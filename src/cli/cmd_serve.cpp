@@ -53,8 +53,7 @@ int serve(ServeOptions o) {
   auto body = parse_byte_size(o.max_body);
   if (!body || *body == 0) fail("--max-body '{}' is not a size (e.g. 8M)", o.max_body);
   o.http.max_body_bytes = *body;
-  auto kv = type_from_name(o.kv_type);
-  if (!kv) fail("unknown KV type '{}' (f32, f16, q8_0, q4_0)", o.kv_type);
+  const TensorType kv = kv_type_option(o.kv_type);
 
   server::Server srv(o.http);
   const int port = srv.bind();
@@ -75,7 +74,7 @@ int serve(ServeOptions o) {
     eo.max_running = o.parallel;
     eo.max_queued = o.max_queued;
     eo.max_seq_tokens = n_ctx;
-    eo.kv_type = *kv;
+    eo.kv_type = kv;
     if (!o.kv_mem.empty()) eo.kv_bytes = size_option("--kv-mem", o.kv_mem);
     eo.prefix_cache = !o.no_cache;
     eo.cache_dir = o.cache_dir;

@@ -4,6 +4,8 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "ops/attention.h"
+#include "quant/types.h"
 #include "util/error.h"
 #include "util/system.h"
 
@@ -14,6 +16,14 @@ inline size_t size_option(const char* option, const std::string& value) {
   const auto bytes = parse_byte_size(value);
   if (!bytes || *bytes == 0) fail("{} '{}' is not a size (e.g. 512M, 2G)", option, value);
   return *bytes;
+}
+
+// A KV cache type option ("f16", "q8_0", ...); an Error listing the types a KV cache can use
+// otherwise.
+inline TensorType kv_type_option(const std::string& value) {
+  const auto t = type_from_name(value);
+  if (!t || !ops::kv_type_supported(*t)) fail("unknown KV type '{}' (f32, f16, q8_0, q4_0)", value);
+  return *t;
 }
 
 struct Context {
