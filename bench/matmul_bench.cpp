@@ -19,6 +19,7 @@
 
 #include "ops/cpu_features.h"
 #include "ops/matmul.h"
+#include "ops/packed_q8_0.h"
 #include "ops/thread_pool.h"
 #include "quant/blocks.h"
 #include "quant/half.h"
@@ -93,14 +94,37 @@ std::vector<uint8_t> make_weights(TensorType t, int64_t rows, int64_t cols, uint
   return w;
 }
 
-MatrixView view_of(const std::vector<uint8_t>& w, TensorType t, int64_t rows, int64_t cols) {
+// Weights in the file's layout, and the packed copy the model loader makes for Q8_0 when asked.
+struct BenchWeights {
+  TensorType type;
+  int64_t rows, cols;
+  std::vector<uint8_t> bytes, packed;
+};
+
+BenchWeights bench_weights(TensorType t, int64_t rows, int64_t cols, uint32_t seed, bool pack) {
+  BenchWeights w{t, rows, cols, make_weights(t, rows, cols, seed), {}};
+  if (pack) {
+    w.packed.resize(packed_q8_0_bytes(rows, cols));
+    MatrixView m;
+    m.type = t;
+    m.data = w.bytes.data();
+    m.n_rows = rows;
+    m.n_cols = cols;
+    m.row_stride = row_bytes(t, cols);
+    pack_q8_0(m, w.packed.data());
+  }
+  return w;
+}
+
+MatrixView view_of(const BenchWeights& w) {
   MatrixView m;
   m.name = "bench";
-  m.type = t;
-  m.data = w.data();
-  m.n_rows = rows;
-  m.n_cols = cols;
-  m.row_stride = row_bytes(t, cols);
+  m.type = w.type;
+  m.data = w.bytes.data();
+  m.n_rows = w.rows;
+  m.n_cols = w.cols;
+  m.row_stride = row_bytes(w.type, w.cols);
+  m.packed = w.packed.empty() ? nullptr : w.packed.data();
   return m;
 }
 
@@ -190,21 +214,21 @@ Result summarize(std::vector<double>& rates, std::vector<double>& us) {
 }
 
 // n_tok = 1 over `copies` distinct matrices in turn (one repetition = one pass over all).
-Result bench_decode(TensorType t, int64_t rows, int64_t cols, ThreadPool& pool, size_t min_bytes,
-                    double min_s) {
+Result bench_decode(TensorType t, bool pack, int64_t rows, int64_t cols, ThreadPool& pool,
+                    size_t min_bytes, double min_s) {
   const size_t mat_bytes = row_bytes(t, cols) * static_cast<size_t>(rows);
   const size_t copies = std::max<size_t>(1, (min_bytes + mat_bytes - 1) / mat_bytes);
-  std::vector<std::vector<uint8_t>> ws;
-  ws.push_back(make_weights(t, rows, cols, 1));
+  std::vector<BenchWeights> ws;
+  ws.push_back(bench_weights(t, rows, cols, 1, pack));
   for (size_t c = 1; c < copies; ++c) ws.push_back(ws[0]);
   const auto x = random_x(cols, 2);
   std::vector<float> y(static_cast<size_t>(rows));
-  for (auto& w : ws) matmul(view_of(w, t, rows, cols), x.data(), 1, y.data(), pool);  // warm
+  for (auto& w : ws) matmul(view_of(w), x.data(), 1, y.data(), pool);  // warm
   std::vector<double> rates, us;
   const auto start = Clock::now();
   do {
     const auto t0 = Clock::now();
-    for (auto& w : ws) matmul(view_of(w, t, rows, cols), x.data(), 1, y.data(), pool);
+    for (auto& w : ws) matmul(view_of(w), x.data(), 1, y.data(), pool);
     const double el = seconds_since(t0);
     rates.push_back(static_cast<double>(mat_bytes * copies) / el / 1e9);
     us.push_back(el / static_cast<double>(copies) * 1e6);
@@ -212,10 +236,10 @@ Result bench_decode(TensorType t, int64_t rows, int64_t cols, ThreadPool& pool, 
   return summarize(rates, us);
 }
 
-Result bench_prefill(TensorType t, int64_t rows, int64_t cols, int64_t n_tok, ThreadPool& pool,
-                     double min_s) {
-  const auto w = make_weights(t, rows, cols, 3);
-  const MatrixView m = view_of(w, t, rows, cols);
+Result bench_prefill(TensorType t, bool pack, int64_t rows, int64_t cols, int64_t n_tok,
+                     ThreadPool& pool, double min_s) {
+  const BenchWeights w = bench_weights(t, rows, cols, 3, pack);
+  const MatrixView m = view_of(w);
   const auto x = random_x(n_tok * cols, 4);
   std::vector<float> y(static_cast<size_t>(rows * n_tok));
   matmul(m, x.data(), n_tok, y.data(), pool);
@@ -299,33 +323,35 @@ int main(int argc, char** argv) {
     std::printf("%-5s | %-23s | %-23s | %-23s | %-15s | %-15s | %-15s\n", "type", "dec 1024x3072",
                 "dec 3072x1024", "dec 1024x151936", "pp512 1024x3072", "pp512 3072x1024",
                 "b4 1024x3072");
-    for (TensorType t : types) {
-      const bool simd = matmul_has_simd_kernel(t);
-      std::printf("%-5s |", std::string(type_name(t)).c_str());
-      std::fflush(stdout);
-      auto dec = [&](int64_t rows, int64_t cols, size_t rot) {
-        const Result r = bench_decode(t, rows, cols, pool, rot, min_s);
-        std::printf(" %5.1f/%5.1f %4.0f%%      |", r.best, r.median, 100 * r.best / bw);
+    for (TensorType t : types)
+      for (bool pack :
+           t == TensorType::Q8_0 ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+        const bool simd = matmul_has_simd_kernel(t);
+        std::printf("%-5s |", (std::string(type_name(t)) + (pack ? "p" : "")).c_str());
         std::fflush(stdout);
-      };
-      dec(3072, 1024, rotate_bytes);  // FFN up/gate shape
-      dec(1024, 3072, rotate_bytes);  // FFN down shape
-      if (lm_head)
-        dec(151936, 1024, 0);  // output (lm head) shape
-      else
-        std::printf(" %23s |", "-");
-      if (prefill) {
-        for (auto [rows, cols] : {std::pair<int64_t, int64_t>{3072, 1024}, {1024, 3072}}) {
-          const Result r = bench_prefill(t, rows, cols, 512, pool, min_s);
-          std::printf(" %6.1f/%6.1f  |", r.best, r.median);
+        auto dec = [&](int64_t rows, int64_t cols, size_t rot) {
+          const Result r = bench_decode(t, pack, rows, cols, pool, rot, min_s);
+          std::printf(" %5.1f/%5.1f %4.0f%%      |", r.best, r.median, 100 * r.best / bw);
           std::fflush(stdout);
+        };
+        dec(3072, 1024, rotate_bytes);  // FFN up/gate shape
+        dec(1024, 3072, rotate_bytes);  // FFN down shape
+        if (lm_head)
+          dec(151936, 1024, 0);  // output (lm head) shape
+        else
+          std::printf(" %23s |", "-");
+        if (prefill) {
+          for (auto [rows, cols] : {std::pair<int64_t, int64_t>{3072, 1024}, {1024, 3072}}) {
+            const Result r = bench_prefill(t, pack, rows, cols, 512, pool, min_s);
+            std::printf(" %6.1f/%6.1f  |", r.best, r.median);
+            std::fflush(stdout);
+          }
+          // Four tokens at once: what a decode step of four concurrent streams asks.
+          const Result r = bench_prefill(t, pack, 3072, 1024, 4, pool, min_s);
+          std::printf(" %6.1f/%6.1f  |", r.best, r.median);
         }
-        // Four tokens at once: what a decode step of four concurrent streams asks.
-        const Result r = bench_prefill(t, 3072, 1024, 4, pool, min_s);
-        std::printf(" %6.1f/%6.1f  |", r.best, r.median);
+        std::printf("%s\n", simd ? "" : "  (scalar path)");
       }
-      std::printf("%s\n", simd ? "" : "  (scalar path)");
-    }
   }
   return 0;
 }

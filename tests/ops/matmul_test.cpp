@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ops/cpu_features.h"
+#include "ops/packed_q8_0.h"
 #include "ops/reference.h"
 #include "quant/blocks.h"
 #include "quant/dequantize.h"
@@ -95,6 +96,19 @@ struct Weights {
     return m;
   }
 };
+
+// The view's rows also packed for the AVX2 kernels (Q8_0), the copy kept in `buf`.
+MatrixView packed(MatrixView m, std::vector<uint8_t>& buf) {
+  buf.resize(packed_q8_0_bytes(m.n_rows, m.n_cols));
+  pack_q8_0(m, buf.data());
+  m.packed = buf.data();
+  return m;
+}
+
+// The layouts a type's matmul runs on: the file's, and for Q8_0 the packed one too.
+std::vector<bool> layouts(T t) {
+  return t == T::Q8_0 ? std::vector<bool>{false, true} : std::vector<bool>{false};
+}
 
 Weights quantized_weights(T t, int64_t rows, int64_t cols, uint32_t seed) {
   Weights w{t, rows, cols, {}};
@@ -405,15 +419,19 @@ TEST(Matmul, SimdMatchesScalarReference) {
           QuantizedActivations a;
           quantize_activations(activation_type(type), x.data(), n_tok, cols, a);
           for (int64_t rows : kRows) {
-            const MatrixView m = w.view(rows);
-            std::vector<float> y_simd(static_cast<size_t>(n_tok * rows), -1.0f);
-            std::vector<float> y_ref(y_simd.size(), -2.0f);
-            set_simd_level(SimdLevel::Avx2);
-            matmul(m, a, y_simd.data(), pool);
-            matmul_scalar(m, a, y_ref.data());
-            expect_close(m, n_tok, mass, y_simd.data(), y_ref.data(),
-                         label(type, rows, cols, n_tok) + (variant ? " raw" : ""));
-            if (HasFailure()) return;
+            for (bool pack : layouts(type)) {
+              std::vector<uint8_t> buf;
+              const MatrixView m = pack ? packed(w.view(rows), buf) : w.view(rows);
+              std::vector<float> y_simd(static_cast<size_t>(n_tok * rows), -1.0f);
+              std::vector<float> y_ref(y_simd.size(), -2.0f);
+              set_simd_level(SimdLevel::Avx2);
+              matmul(m, a, y_simd.data(), pool);
+              matmul_scalar(m, a, y_ref.data());
+              expect_close(m, n_tok, mass, y_simd.data(), y_ref.data(),
+                           label(type, rows, cols, n_tok) + (variant ? " raw" : "") +
+                               (pack ? " packed" : ""));
+              if (HasFailure()) return;
+            }
           }
         }
       }
@@ -449,7 +467,9 @@ TEST(Matmul, IntegerDotsAreExact) {
           b[offsetof(BlockQ6_K, scales) + k] =
               static_cast<uint8_t>(static_cast<int8_t>(rng() % 41) - 20);
     }
-    const MatrixView m = w.view(rows);
+    std::vector<uint8_t> buf;
+    const MatrixView plain = w.view(rows);
+    const MatrixView pk = type == T::Q8_0 ? packed(plain, buf) : plain;
     // Activations with unit scale and random levels (bsums / sums consistent).
     QuantizedActivations a;
     const auto xf = random_floats(static_cast<size_t>(n_tok * cols), 23);
@@ -472,23 +492,26 @@ TEST(Matmul, IntegerDotsAreExact) {
     // Expected: Σ dequantized weight (an integer with unit scales) × q.
     std::vector<float> deq(static_cast<size_t>(cols));
     std::vector<float> y(static_cast<size_t>(rows * n_tok));
-    for (SimdLevel level : {SimdLevel::Scalar, SimdLevel::Avx2}) {
-      if (level == SimdLevel::Avx2 && !have_avx2()) continue;
-      set_simd_level(level);
-      matmul(m, a, y.data(), pool);
-      for (int64_t r = 0; r < rows; ++r) {
-        dequantize_row(type, m.row(r), deq.data(), cols);
-        for (int64_t t = 0; t < n_tok; ++t) {
-          int64_t want = 0;
-          for (int64_t i = 0; i < cols; ++i) {
-            ASSERT_EQ(deq[i], std::round(deq[i]));
-            want += static_cast<int64_t>(deq[i]) * activation_qs(a, t)[i];
+    for (SimdLevel level : {SimdLevel::Scalar, SimdLevel::Avx2})
+      for (bool pack : layouts(type)) {
+        if (level == SimdLevel::Avx2 && !have_avx2()) continue;
+        const MatrixView& m = pack ? pk : plain;
+        set_simd_level(level);
+        matmul(m, a, y.data(), pool);
+        for (int64_t r = 0; r < rows; ++r) {
+          dequantize_row(type, m.row(r), deq.data(), cols);
+          for (int64_t t = 0; t < n_tok; ++t) {
+            int64_t want = 0;
+            for (int64_t i = 0; i < cols; ++i) {
+              ASSERT_EQ(deq[i], std::round(deq[i]));
+              want += static_cast<int64_t>(deq[i]) * activation_qs(a, t)[i];
+            }
+            ASSERT_EQ(y[t * rows + r], static_cast<float>(want))
+                << type_name(type) << " " << simd_level_name(level) << (pack ? " packed" : "")
+                << " r=" << r << " t=" << t;
           }
-          ASSERT_EQ(y[t * rows + r], static_cast<float>(want))
-              << type_name(type) << " " << simd_level_name(level) << " r=" << r << " t=" << t;
         }
       }
-    }
   }
 }
 
@@ -500,46 +523,48 @@ TEST(Matmul, BatchThreadAndSplitInvariance) {
     if (level == SimdLevel::Avx2 && !have_avx2()) continue;
     set_simd_level(level);
     for (T type : kAllTypes) {
-      for (int64_t cols : {is_kquant(type) ? int64_t{512} : int64_t{96}, int64_t{1024}}) {
-        const int64_t rows = 100, n_tok = 17;
-        const Weights w = quantized_weights(type, rows, cols, 31);
-        const MatrixView m = w.view(rows);
-        const auto x = random_floats(static_cast<size_t>(n_tok * cols), 32);
-        std::vector<float> y17(static_cast<size_t>(rows * n_tok));
-        matmul(m, x.data(), n_tok, y17.data(), pool2);
-        const std::string what = std::string(type_name(type)) + " " + simd_level_name(level) +
-                                 " cols=" + std::to_string(cols);
-        // One token at a time, every thread count.
-        for (ThreadPool* p : {&pool1, &pool2, &pool3}) {
-          std::vector<float> y1(static_cast<size_t>(rows));
-          for (int64_t t = 0; t < n_tok; ++t) {
-            matmul(m, x.data() + t * cols, 1, y1.data(), *p);
-            ASSERT_EQ(std::memcmp(y1.data(), y17.data() + t * rows, rows * 4), 0)
-                << what << " t=" << t << " threads=" << p->size();
+      for (int64_t cols : {is_kquant(type) ? int64_t{512} : int64_t{96}, int64_t{1024}})
+        for (bool pack : layouts(type)) {
+          const int64_t rows = 100, n_tok = 17;
+          const Weights w = quantized_weights(type, rows, cols, 31);
+          std::vector<uint8_t> buf;
+          const MatrixView m = pack ? packed(w.view(rows), buf) : w.view(rows);
+          const auto x = random_floats(static_cast<size_t>(n_tok * cols), 32);
+          std::vector<float> y17(static_cast<size_t>(rows * n_tok));
+          matmul(m, x.data(), n_tok, y17.data(), pool2);
+          const std::string what = std::string(type_name(type)) + " " + simd_level_name(level) +
+                                   " cols=" + std::to_string(cols) + (pack ? " packed" : "");
+          // One token at a time, every thread count.
+          for (ThreadPool* p : {&pool1, &pool2, &pool3}) {
+            std::vector<float> y1(static_cast<size_t>(rows));
+            for (int64_t t = 0; t < n_tok; ++t) {
+              matmul(m, x.data() + t * cols, 1, y1.data(), *p);
+              ASSERT_EQ(std::memcmp(y1.data(), y17.data() + t * rows, rows * 4), 0)
+                  << what << " t=" << t << " threads=" << p->size();
+            }
           }
+          // Other batch sizes and threads: every prefix/suffix split of the 17 tokens.
+          for (int64_t n : {2, 3, 5, 8, 16}) {
+            std::vector<float> yn(static_cast<size_t>(rows * n));
+            matmul(m, x.data() + (n_tok - n) * cols, n, yn.data(), pool3);
+            ASSERT_EQ(std::memcmp(yn.data(), y17.data() + (n_tok - n) * rows, yn.size() * 4), 0)
+                << what << " n=" << n;
+          }
+          // Odd row splits on the calling thread.
+          QuantizedActivations a;
+          quantize_activations(activation_type(type), x.data(), n_tok, cols, a);
+          std::vector<float> ys(y17.size(), 0.0f);
+          for (int64_t r0 = 0; r0 < rows;) {
+            const int64_t r1 = std::min(rows, r0 + 1 + (r0 * 7) % 13);
+            matmul_rows(m, a, ys.data(), r0, r1);
+            r0 = r1;
+          }
+          ASSERT_EQ(std::memcmp(ys.data(), y17.data(), ys.size() * 4), 0) << what << " split";
+          // Pre-quantized and float entry points agree bit for bit.
+          std::vector<float> yq(y17.size());
+          matmul(m, a, yq.data(), pool1);
+          ASSERT_EQ(std::memcmp(yq.data(), y17.data(), yq.size() * 4), 0) << what << " quantized";
         }
-        // Other batch sizes and threads: every prefix/suffix split of the 17 tokens.
-        for (int64_t n : {2, 3, 5, 8, 16}) {
-          std::vector<float> yn(static_cast<size_t>(rows * n));
-          matmul(m, x.data() + (n_tok - n) * cols, n, yn.data(), pool3);
-          ASSERT_EQ(std::memcmp(yn.data(), y17.data() + (n_tok - n) * rows, yn.size() * 4), 0)
-              << what << " n=" << n;
-        }
-        // Odd row splits on the calling thread.
-        QuantizedActivations a;
-        quantize_activations(activation_type(type), x.data(), n_tok, cols, a);
-        std::vector<float> ys(y17.size(), 0.0f);
-        for (int64_t r0 = 0; r0 < rows;) {
-          const int64_t r1 = std::min(rows, r0 + 1 + (r0 * 7) % 13);
-          matmul_rows(m, a, ys.data(), r0, r1);
-          r0 = r1;
-        }
-        ASSERT_EQ(std::memcmp(ys.data(), y17.data(), ys.size() * 4), 0) << what << " split";
-        // Pre-quantized and float entry points agree bit for bit.
-        std::vector<float> yq(y17.size());
-        matmul(m, a, yq.data(), pool1);
-        ASSERT_EQ(std::memcmp(yq.data(), y17.data(), yq.size() * 4), 0) << what << " quantized";
-      }
     }
   }
 }

@@ -18,7 +18,8 @@
 // correction, and the 4-/5-bit formats put two rows in one vector so a single convert + FMA
 // serves both.
 //
-// The kernels read the GGUF block layout as mapped from the file (no repacking, no copies).
+// The kernels read the GGUF block layout as mapped from the file, except Q8_0 matrices the model
+// repacked (ops/packed_q8_0.h), which have their own kernel at the end.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -27,6 +28,7 @@
 
 #include "ops/matmul.h"
 #include "ops/matmul_kernels.h"
+#include "ops/packed_q8_0.h"
 #include "quant/blocks.h"
 
 namespace hearth::ops::mm {
@@ -950,6 +952,88 @@ void quantize_rows_avx2(TensorType act_type, const float* x, int64_t n_tok, int6
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Q8_0 packed in groups of 8 rows (ops/packed_q8_0.h): one row per 32-bit lane. Per block, for
+// each of its 8 four-element steps, the 4 activation bytes are broadcast to every lane and
+// multiplied with vpsignb + vpmaddubsw + vpmaddwd (|w| · sign-adjusted a: exact, |w| <= 128 so
+// pair sums stay below 2^15), giving each row's exact block dot I_b in its lane. Then per row,
+// in block order: acc = fma(float(I_b), dw_b · da_b, acc). That one chain is all a (row, token)
+// result ever is, whatever the tile, the batch or the row split: batch invariant. Against the
+// GGUF-layout kernel this saves the horizontal reductions, the per-row scale assembly and, with
+// all 8 rows in each vector, the per-pair convert + FMA of 8 partial lanes.
+constexpr int kPackedTP = 6;  // tokens per tile: 6 int + 6 float accumulators + w, |w|, a, ones
+
+template <int T>
+__attribute__((noinline)) void packed_q8_tile(const Ctx& c, int64_t g, int64_t t0, int64_t r0,
+                                              int64_t r1) {
+  const int64_t nb = c.w.n_cols / 32;
+  const uint8_t* p = c.w.packed + static_cast<size_t>(g * nb) * kPackedQ8Bytes;
+  const int8_t* aq[T];
+  const float* ad[T];
+  __m256 acc[T];
+#pragma GCC unroll 8
+  for (int j = 0; j < T; ++j) {
+    aq[j] = c.x.qs(t0 + j);
+    ad[j] = c.x.d(t0 + j);
+    acc[j] = _mm256_setzero_ps();
+  }
+  const __m256i ones = ones16();
+  for (int64_t b = 0; b < nb; ++b, p += kPackedQ8Bytes) {
+    __m256i is[T];
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j) is[j] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) {
+      const __m256i w = loadu256(p + 16 + 32 * k);
+      const __m256i aw = _mm256_sign_epi8(w, w);  // |w|, read unsigned (-128 -> 128)
+#pragma GCC unroll 8
+      for (int j = 0; j < T; ++j) {
+        const __m256i a = _mm256_sign_epi8(
+            _mm256_set1_epi32(
+                static_cast<int>(ld32(reinterpret_cast<const uint8_t*>(aq[j]) + 32 * b + 4 * k))),
+            w);
+        is[j] = _mm256_add_epi32(is[j], _mm256_madd_epi16(_mm256_maddubs_epi16(aw, a), ones));
+      }
+    }
+    const __m256 dw = _mm256_cvtph_ps(loadu128(p));
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j)
+      acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[j]),
+                               _mm256_mul_ps(dw, _mm256_broadcast_ss(ad[j] + b)), acc[j]);
+  }
+  const int64_t row0 = 8 * g;
+  if (row0 >= r0 && row0 + 8 <= r1) {
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j) _mm256_storeu_ps(c.y + (t0 + j) * c.ys + row0, acc[j]);
+    return;
+  }
+  // A group the row range cuts: only its rows in [r0, r1) are written.
+  alignas(32) int32_t m[8];
+  for (int i = 0; i < 8; ++i) m[i] = row0 + i >= r0 && row0 + i < r1 ? -1 : 0;
+  const __m256i mask = _mm256_load_si256(reinterpret_cast<const __m256i*>(m));
+#pragma GCC unroll 8
+  for (int j = 0; j < T; ++j) _mm256_maskstore_ps(c.y + (t0 + j) * c.ys + row0, mask, acc[j]);
+}
+
+// Tokens [t, t1) of group g in tiles of T, then the remainder with smaller tiles.
+template <int T>
+MM_INLINE void packed_q8_tokens(const Ctx& c, int64_t g, int64_t t, int64_t t1, int64_t r0,
+                                int64_t r1) {
+  for (; t + T <= t1; t += T) packed_q8_tile<T>(c, g, t, r0, r1);
+  if constexpr (T > 1) packed_q8_tokens<T - 1>(c, g, t, t1, r0, r1);
+}
+
+void drive_packed_q8(const Ctx& c, int64_t r0, int64_t r1) {
+  const int64_t n_tok = c.x.n_tok, g0 = r0 / 8, g1 = (r1 + 7) / 8;
+  // Token blocks whose activations stay in L2 while each group's weights pass over them.
+  int64_t tb = static_cast<int64_t>((192 * 1024) / std::max<size_t>(1, c.x.lay.stride));
+  tb = std::max<int64_t>(kPackedTP, tb / kPackedTP * kPackedTP);
+  for (int64_t t0 = 0; t0 < n_tok; t0 += tb) {
+    const int64_t t1 = std::min(n_tok, t0 + tb);
+    for (int64_t g = g0; g < g1; ++g) packed_q8_tokens<kPackedTP>(c, g, t0, t1, r0, r1);
+  }
+}
+
 // Every format the matmul layer supports has an AVX2 kernel; keep one list (ops::matmul_supported).
 bool avx2_has_kernel(TensorType w) {
   return matmul_supported(w);
@@ -976,7 +1060,10 @@ bool rows_avx2(const MatrixView& w, const Acts& x, float* y, int64_t y_stride, i
       drive<KFloat<TensorType::BF16>>(c, r0, r1);
       return true;
     case TensorType::Q8_0:
-      drive<KLegacy<WQ8_0, LEG_Q8_0>>(c, r0, r1);
+      if (w.packed)
+        drive_packed_q8(c, r0, r1);
+      else
+        drive<KLegacy<WQ8_0, LEG_Q8_0>>(c, r0, r1);
       return true;
     case TensorType::Q4_0:
       drive<KPaired<WQ4_0, LEG_Q4_0>>(c, r0, r1);
