@@ -74,6 +74,8 @@ class File {
   // The whole file's bytes (valid while the File, or parse()'s buffer, lives).
   std::span<const uint8_t> bytes() const { return {base_, size_}; }
   const std::string& name() const { return name_; }
+  // True when the bytes are a mapping of the file (open()), false for parse()'s buffer.
+  bool mapped() const { return map_ != nullptr; }
 
   const std::vector<KeyValue>& metadata() const { return kvs_; }
   const Value* find(const std::string& key) const;

@@ -1,11 +1,17 @@
 #include "model/weights.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <map>
+#include <thread>
 
 #include "model/tensor_names.h"
+#include "ops/cpu_features.h"
+#include "ops/packed_q8_0.h"
 #include "quant/dequantize.h"
 #include "util/error.h"
+#include "util/mapped_file.h"
 
 namespace hearth {
 
@@ -17,6 +23,7 @@ std::unique_ptr<Model> Model::from_file(gguf::File file) {
   std::unique_ptr<Model> m(new Model(std::move(file)));
   m->hp_ = HParams::from_gguf(m->file_);
   m->bind();
+  m->repack();
   return m;
 }
 
@@ -124,6 +131,64 @@ void Model::bind() {
       L.k_norm = vec(get("attn_k_norm.weight"));
     }
   }
+}
+
+}  // namespace hearth
+
+namespace hearth {
+
+void Model::repack() {
+  if (ops::simd_level() != ops::SimdLevel::Avx2) return;
+  if (const char* e = std::getenv("HEARTH_REPACK"); e != nullptr && std::string(e) == "0") return;
+  std::vector<MatrixView*> todo;
+  auto consider = [&](MatrixView& m) {
+    if (m.type == TensorType::Q8_0 && m.n_cols % 32 == 0 && m.n_rows > 0) todo.push_back(&m);
+  };
+  for (LayerWeights& L : w_.layers)
+    for (MatrixView* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) consider(*m);
+  consider(w_.output);  // when tied, token_embd keeps the file's layout for row lookups
+  if (todo.empty()) return;
+
+  // Work items of up to kChunkRows rows (whole groups of 8), so that each one's mapped pages
+  // can be given back as soon as it is copied: the copy replaces them rather than adding to
+  // them, even at the peak.
+  constexpr int64_t kChunkRows = 1024;
+  struct Item {
+    MatrixView src;  // rows [r, r + n) of a matrix
+    uint8_t* dst;
+  };
+  std::vector<Item> items;
+  size_t total = 0;
+  for (const MatrixView* m : todo) total += ops::packed_q8_0_bytes(m->n_rows, m->n_cols);
+  packed_.reset(new uint8_t[total]);
+  size_t off = 0;
+  for (MatrixView* m : todo) {
+    for (int64_t r = 0; r < m->n_rows; r += kChunkRows) {
+      MatrixView part = *m;
+      part.data = m->row(r);
+      part.n_rows = std::min(kChunkRows, m->n_rows - r);
+      items.push_back({part, packed_.get() + off + ops::packed_q8_0_bytes(r, m->n_cols)});
+    }
+    m->packed = packed_.get() + off;
+    off += ops::packed_q8_0_bytes(m->n_rows, m->n_cols);
+  }
+  // Page faults and the copy split over a few threads (the model has no pool yet).
+  const bool drop = file_.mapped();
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < items.size();) {
+      const Item& it = items[i];
+      ops::pack_q8_0(it.src, it.dst);
+      // A tied output's rows are still looked up as embeddings: they come back a page at a time.
+      if (drop)
+        MappedFile::drop_pages(it.src.data, it.src.row_stride * static_cast<size_t>(it.src.n_rows));
+    }
+  };
+  const unsigned n_threads = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
+  std::vector<std::thread> threads;
+  for (unsigned t = 1; t < n_threads; ++t) threads.emplace_back(work);
+  work();
+  for (auto& t : threads) t.join();
 }
 
 }  // namespace hearth

@@ -1,5 +1,7 @@
 // Weights bound to a loaded GGUF file. Matrices stay in the memory mapping in their stored type
 // (no f32 copies); small 1-D vectors (norms, biases, rope frequency factors) are widened to f32.
+// When the AVX2 kernels are in use, Q8_0 matrices are repacked (ops/packed_q8_0.h) into memory
+// of the same size that replaces their mapped pages for the matmul (HEARTH_REPACK=0: off).
 #pragma once
 
 #include <cstdint>
@@ -52,10 +54,12 @@ class Model {
  private:
   explicit Model(gguf::File f) : file_(std::move(f)) {}
   void bind();
+  void repack();
 
   gguf::File file_;
   HParams hp_;
   ModelWeights w_;
+  std::unique_ptr<uint8_t[]> packed_;  // the repacked matrices, one allocation
 };
 
 }  // namespace hearth

@@ -21,6 +21,10 @@ class MappedFile {
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
 
+  // Drops the whole pages inside [p, p + n) from this process's resident set (they are read
+  // back from the page cache if touched again): for data that has been copied elsewhere.
+  static void drop_pages(const void* p, size_t n);
+
  private:
   void release();
   std::string path_;
