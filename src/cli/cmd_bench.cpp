@@ -247,6 +247,9 @@ void bench_engine(const BenchOptions& o, const Model& model, const Tokenizer& to
       EngineOptions eo;
       eo.max_running = static_cast<int>(n);
       eo.max_seq_tokens = 32 + ng + 1;
+      // Every prompt in the first step, so that the streams decode together from the second
+      // (otherwise the first streams' decode time includes the later ones' prefill).
+      eo.step_tokens = std::max<int64_t>(eo.step_tokens, 33 * n);
       eo.kv_type = kv;
       eo.kv_block_tokens = o.kv_block.front();
       Engine engine(model, tok, eo, pool);
