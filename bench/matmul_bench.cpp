@@ -19,7 +19,7 @@
 
 #include "ops/cpu_features.h"
 #include "ops/matmul.h"
-#include "ops/packed_q8_0.h"
+#include "ops/packed_rows.h"
 #include "ops/thread_pool.h"
 #include "quant/blocks.h"
 #include "quant/half.h"
@@ -94,7 +94,7 @@ std::vector<uint8_t> make_weights(TensorType t, int64_t rows, int64_t cols, uint
   return w;
 }
 
-// Weights in the file's layout, and the packed copy the model loader makes for Q8_0 when asked.
+// Weights in the file's layout, and the packed copy the model loader makes (Q8_0, Q4_0) when asked.
 struct BenchWeights {
   TensorType type;
   int64_t rows, cols;
@@ -104,14 +104,14 @@ struct BenchWeights {
 BenchWeights bench_weights(TensorType t, int64_t rows, int64_t cols, uint32_t seed, bool pack) {
   BenchWeights w{t, rows, cols, make_weights(t, rows, cols, seed), {}};
   if (pack) {
-    w.packed.resize(packed_q8_0_bytes(rows, cols));
+    w.packed.resize(packed_bytes(t, rows, cols));
     MatrixView m;
     m.type = t;
     m.data = w.bytes.data();
     m.n_rows = rows;
     m.n_cols = cols;
     m.row_stride = row_bytes(t, cols);
-    pack_q8_0(m, w.packed.data());
+    pack_rows(m, w.packed.data());
   }
   return w;
 }
@@ -324,8 +324,7 @@ int main(int argc, char** argv) {
                 "dec 3072x1024", "dec 1024x151936", "pp512 1024x3072", "pp512 3072x1024",
                 "b4 1024x3072");
     for (TensorType t : types)
-      for (bool pack :
-           t == TensorType::Q8_0 ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+      for (bool pack : packable(t) ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
         const bool simd = matmul_has_simd_kernel(t);
         std::printf("%-5s |", (std::string(type_name(t)) + (pack ? "p" : "")).c_str());
         std::fflush(stdout);

@@ -8,7 +8,7 @@
 
 #include "model/tensor_names.h"
 #include "ops/cpu_features.h"
-#include "ops/packed_q8_0.h"
+#include "ops/packed_rows.h"
 #include "quant/dequantize.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
@@ -142,7 +142,7 @@ void Model::repack() {
   if (const char* e = std::getenv("HEARTH_REPACK"); e != nullptr && std::string(e) == "0") return;
   std::vector<MatrixView*> todo;
   auto consider = [&](MatrixView& m) {
-    if (m.type == TensorType::Q8_0 && m.n_cols % 32 == 0 && m.n_rows > 0) todo.push_back(&m);
+    if (ops::packable(m.type) && m.n_cols % 32 == 0 && m.n_rows > 0) todo.push_back(&m);
   };
   for (LayerWeights& L : w_.layers)
     for (MatrixView* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) consider(*m);
@@ -159,7 +159,7 @@ void Model::repack() {
   };
   std::vector<Item> items;
   size_t total = 0;
-  for (const MatrixView* m : todo) total += ops::packed_q8_0_bytes(m->n_rows, m->n_cols);
+  for (const MatrixView* m : todo) total += ops::packed_bytes(m->type, m->n_rows, m->n_cols);
   packed_.reset(new uint8_t[total]);
   size_t off = 0;
   for (MatrixView* m : todo) {
@@ -167,10 +167,10 @@ void Model::repack() {
       MatrixView part = *m;
       part.data = m->row(r);
       part.n_rows = std::min(kChunkRows, m->n_rows - r);
-      items.push_back({part, packed_.get() + off + ops::packed_q8_0_bytes(r, m->n_cols)});
+      items.push_back({part, packed_.get() + off + ops::packed_bytes(m->type, r, m->n_cols)});
     }
     m->packed = packed_.get() + off;
-    off += ops::packed_q8_0_bytes(m->n_rows, m->n_cols);
+    off += ops::packed_bytes(m->type, m->n_rows, m->n_cols);
   }
   // Page faults and the copy split over a few threads (the model has no pool yet).
   const bool drop = file_.mapped();
@@ -178,7 +178,7 @@ void Model::repack() {
   auto work = [&] {
     for (size_t i; (i = next.fetch_add(1)) < items.size();) {
       const Item& it = items[i];
-      ops::pack_q8_0(it.src, it.dst);
+      ops::pack_rows(it.src, it.dst);
       // A tied output's rows are still looked up as embeddings: they come back a page at a time.
       if (drop)
         MappedFile::drop_pages(it.src.data, it.src.row_stride * static_cast<size_t>(it.src.n_rows));

@@ -1,6 +1,6 @@
 // Weights bound to a loaded GGUF file. Matrices stay in the memory mapping in their stored type
 // (no f32 copies); small 1-D vectors (norms, biases, rope frequency factors) are widened to f32.
-// When the AVX2 kernels are in use, Q8_0 matrices are repacked (ops/packed_q8_0.h) into memory
+// When the AVX2 kernels are in use, Q8_0/Q4_0 matrices are repacked (ops/packed_rows.h) into memory
 // of the same size that replaces their mapped pages for the matmul (HEARTH_REPACK=0: off).
 #pragma once
 

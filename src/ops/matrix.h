@@ -16,7 +16,7 @@ struct MatrixView {
   int64_t n_cols = 0;  // ne[0]: input width, contiguous
   int64_t n_rows = 0;  // ne[1]: outputs
   size_t row_stride = 0;
-  // Optional faster copy for the AVX2 kernels (Q8_0: ops/packed_q8_0.h), owned by whoever set
+  // Optional faster copy for the AVX2 kernels (Q8_0, Q4_0: ops/packed_rows.h), owned by whoever set
   // it; `data` stays the reference layout every other reader uses.
   const uint8_t* packed = nullptr;
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "ops/cpu_features.h"
-#include "ops/packed_q8_0.h"
+#include "ops/packed_rows.h"
 #include "ops/reference.h"
 #include "quant/blocks.h"
 #include "quant/dequantize.h"
@@ -97,17 +97,17 @@ struct Weights {
   }
 };
 
-// The view's rows also packed for the AVX2 kernels (Q8_0), the copy kept in `buf`.
+// The view's rows also packed for the AVX2 kernels (Q8_0, Q4_0), the copy kept in `buf`.
 MatrixView packed(MatrixView m, std::vector<uint8_t>& buf) {
-  buf.resize(packed_q8_0_bytes(m.n_rows, m.n_cols));
-  pack_q8_0(m, buf.data());
+  buf.resize(packed_bytes(m.type, m.n_rows, m.n_cols));
+  pack_rows(m, buf.data());
   m.packed = buf.data();
   return m;
 }
 
-// The layouts a type's matmul runs on: the file's, and for Q8_0 the packed one too.
+// The layouts a type's matmul runs on: the file's, and the packed one where there is one.
 std::vector<bool> layouts(T t) {
-  return t == T::Q8_0 ? std::vector<bool>{false, true} : std::vector<bool>{false};
+  return packable(t) ? std::vector<bool>{false, true} : std::vector<bool>{false};
 }
 
 Weights quantized_weights(T t, int64_t rows, int64_t cols, uint32_t seed) {
@@ -469,7 +469,7 @@ TEST(Matmul, IntegerDotsAreExact) {
     }
     std::vector<uint8_t> buf;
     const MatrixView plain = w.view(rows);
-    const MatrixView pk = type == T::Q8_0 ? packed(plain, buf) : plain;
+    const MatrixView pk = packable(type) ? packed(plain, buf) : plain;
     // Activations with unit scale and random levels (bsums / sums consistent).
     QuantizedActivations a;
     const auto xf = random_floats(static_cast<size_t>(n_tok * cols), 23);

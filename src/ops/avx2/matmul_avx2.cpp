@@ -18,8 +18,8 @@
 // correction, and the 4-/5-bit formats put two rows in one vector so a single convert + FMA
 // serves both.
 //
-// The kernels read the GGUF block layout as mapped from the file, except Q8_0 matrices the model
-// repacked (ops/packed_q8_0.h), which have their own kernel at the end.
+// The kernels read the GGUF block layout as mapped from the file, except Q8_0 / Q4_0 matrices the
+// model repacked (ops/packed_rows.h), which have their own kernels at the end.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -28,7 +28,7 @@
 
 #include "ops/matmul.h"
 #include "ops/matmul_kernels.h"
-#include "ops/packed_q8_0.h"
+#include "ops/packed_rows.h"
 #include "quant/blocks.h"
 
 namespace hearth::ops::mm {
@@ -953,33 +953,25 @@ void quantize_rows_avx2(TensorType act_type, const float* x, int64_t n_tok, int6
 }
 
 // ---------------------------------------------------------------------------------------------
-// Q8_0 packed in groups of 8 rows (ops/packed_q8_0.h): one row per 32-bit lane. Per block, for
-// each of its 8 four-element steps, the 4 activation bytes are broadcast to every lane and
-// multiplied with vpsignb + vpmaddubsw + vpmaddwd (|w| · sign-adjusted a: exact, |w| <= 128 so
-// pair sums stay below 2^15), giving each row's exact block dot I_b in its lane. Then per row,
-// in block order: acc = fma(float(I_b), dw_b · da_b, acc). That one chain is all a (row, token)
-// result ever is, whatever the tile, the batch or the row split: batch invariant. Against the
-// GGUF-layout kernel this saves the horizontal reductions, the per-row scale assembly and, with
-// all 8 rows in each vector, the per-pair convert + FMA of 8 partial lanes.
-constexpr int kPackedTP = 6;  // tokens per tile: 6 int + 6 float accumulators + w, |w|, a, ones
-
-template <int T>
-__attribute__((noinline)) void packed_q8_tile(const Ctx& c, int64_t g, int64_t t0, int64_t r0,
-                                              int64_t r1) {
-  const int64_t nb = c.w.n_cols / 32;
-  const uint8_t* p = c.w.packed + static_cast<size_t>(g * nb) * kPackedQ8Bytes;
-  const int8_t* aq[T];
-  const float* ad[T];
-  __m256 acc[T];
-#pragma GCC unroll 8
-  for (int j = 0; j < T; ++j) {
-    aq[j] = c.x.qs(t0 + j);
-    ad[j] = c.x.d(t0 + j);
-    acc[j] = _mm256_setzero_ps();
-  }
-  const __m256i ones = ones16();
-  for (int64_t b = 0; b < nb; ++b, p += kPackedQ8Bytes) {
-    __m256i is[T];
+// Q8_0 / Q4_0 packed in groups of 8 rows (ops/packed_rows.h): one row per 32-bit lane. Activation
+// bytes are broadcast 4 at a time to every lane and multiplied with vpmaddubsw, so each row's
+// exact block dot I_b lands in its own lane. Then per row, in block order:
+//   acc = fma(float(I_b), dw_b · da_b, acc)
+// That one chain is all a (row, token) result ever is, whatever the tile, the batch or the row
+// split: batch invariant. Against the file-layout kernels this saves the horizontal reductions,
+// the per-row scale assembly, and (8 rows per vector) 7 of every 8 converts and FMAs.
+//
+// Q8_0: vpsignb moves w's sign onto a, vpmaddubsw(|w|, ±a) (|w| <= 128: pair sums < 2^15),
+// vpmaddwd per 4-element step. Q4_0: levels 0..15 straight into vpmaddubsw; the 8 steps' int16
+// sums fit (8 · 2 · 15 · 127 < 2^15) and one vpmaddwd per block widens them, then
+// I_b = Σ q·a − 8·S_b with S_b the activation block's sum (exact).
+struct PQ8 {
+  static constexpr size_t kBlock = 16 + 256;
+  static constexpr int kTP = 6;  // 6 int + 6 float accumulators + w, |w|, a, ones
+  template <int T>
+  static MM_INLINE void block(const uint8_t* p, const int8_t* const* aq, const int16_t* const*,
+                              int64_t b, __m256i* is) {
+    const __m256i ones = ones16();
 #pragma GCC unroll 8
     for (int j = 0; j < T; ++j) is[j] = _mm256_setzero_si256();
 #pragma GCC unroll 8
@@ -988,13 +980,64 @@ __attribute__((noinline)) void packed_q8_tile(const Ctx& c, int64_t g, int64_t t
       const __m256i aw = _mm256_sign_epi8(w, w);  // |w|, read unsigned (-128 -> 128)
 #pragma GCC unroll 8
       for (int j = 0; j < T; ++j) {
-        const __m256i a = _mm256_sign_epi8(
-            _mm256_set1_epi32(
-                static_cast<int>(ld32(reinterpret_cast<const uint8_t*>(aq[j]) + 32 * b + 4 * k))),
-            w);
-        is[j] = _mm256_add_epi32(is[j], _mm256_madd_epi16(_mm256_maddubs_epi16(aw, a), ones));
+        const uint8_t* a = reinterpret_cast<const uint8_t*>(aq[j]) + 32 * b + 4 * k;
+        const __m256i sa = _mm256_sign_epi8(_mm256_set1_epi32(static_cast<int>(ld32(a))), w);
+        is[j] = _mm256_add_epi32(is[j], _mm256_madd_epi16(_mm256_maddubs_epi16(aw, sa), ones));
       }
     }
+  }
+};
+
+struct PQ4 {
+  static constexpr size_t kBlock = 16 + 128;
+  static constexpr int kTP = 6;
+  template <int T>
+  static MM_INLINE void block(const uint8_t* p, const int8_t* const* aq, const int16_t* const* as,
+                              int64_t b, __m256i* is) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256i s16[T];
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j) s16[j] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      const __m256i v = loadu256(p + 16 + 32 * k);
+      const __m256i lo = _mm256_and_si256(v, m4);
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+#pragma GCC unroll 8
+      for (int j = 0; j < T; ++j) {
+        const uint8_t* a = reinterpret_cast<const uint8_t*>(aq[j]) + 32 * b + 8 * k;
+        const __m256i alo = _mm256_set1_epi32(static_cast<int>(ld32(a)));
+        const __m256i ahi = _mm256_set1_epi32(static_cast<int>(ld32(a + 4)));
+        s16[j] = _mm256_add_epi16(
+            s16[j], _mm256_add_epi16(_mm256_maddubs_epi16(lo, alo), _mm256_maddubs_epi16(hi, ahi)));
+      }
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j)
+      is[j] = _mm256_sub_epi32(_mm256_madd_epi16(s16[j], ones16()),
+                               _mm256_set1_epi32(8 * static_cast<int>(as[j][b])));
+  }
+};
+
+template <class P, int T>
+__attribute__((noinline)) void packed_tile(const Ctx& c, int64_t g, int64_t t0, int64_t r0,
+                                           int64_t r1) {
+  const int64_t nb = c.w.n_cols / 32;
+  const uint8_t* p = c.w.packed + static_cast<size_t>(g * nb) * P::kBlock;
+  const int8_t* aq[T];
+  const float* ad[T];
+  const int16_t* as[T];
+  __m256 acc[T];
+#pragma GCC unroll 8
+  for (int j = 0; j < T; ++j) {
+    aq[j] = c.x.qs(t0 + j);
+    ad[j] = c.x.d(t0 + j);
+    as[j] = c.x.sums(t0 + j);
+    acc[j] = _mm256_setzero_ps();
+  }
+  for (int64_t b = 0; b < nb; ++b, p += P::kBlock) {
+    __m256i is[T];
+    P::template block<T>(p, aq, as, b, is);
     const __m256 dw = _mm256_cvtph_ps(loadu128(p));
 #pragma GCC unroll 8
     for (int j = 0; j < T; ++j)
@@ -1016,21 +1059,22 @@ __attribute__((noinline)) void packed_q8_tile(const Ctx& c, int64_t g, int64_t t
 }
 
 // Tokens [t, t1) of group g in tiles of T, then the remainder with smaller tiles.
-template <int T>
-MM_INLINE void packed_q8_tokens(const Ctx& c, int64_t g, int64_t t, int64_t t1, int64_t r0,
-                                int64_t r1) {
-  for (; t + T <= t1; t += T) packed_q8_tile<T>(c, g, t, r0, r1);
-  if constexpr (T > 1) packed_q8_tokens<T - 1>(c, g, t, t1, r0, r1);
+template <class P, int T>
+MM_INLINE void packed_tokens(const Ctx& c, int64_t g, int64_t t, int64_t t1, int64_t r0,
+                             int64_t r1) {
+  for (; t + T <= t1; t += T) packed_tile<P, T>(c, g, t, r0, r1);
+  if constexpr (T > 1) packed_tokens<P, T - 1>(c, g, t, t1, r0, r1);
 }
 
-void drive_packed_q8(const Ctx& c, int64_t r0, int64_t r1) {
+template <class P>
+void drive_packed(const Ctx& c, int64_t r0, int64_t r1) {
   const int64_t n_tok = c.x.n_tok, g0 = r0 / 8, g1 = (r1 + 7) / 8;
   // Token blocks whose activations stay in L2 while each group's weights pass over them.
   int64_t tb = static_cast<int64_t>((192 * 1024) / std::max<size_t>(1, c.x.lay.stride));
-  tb = std::max<int64_t>(kPackedTP, tb / kPackedTP * kPackedTP);
+  tb = std::max<int64_t>(P::kTP, tb / P::kTP * P::kTP);
   for (int64_t t0 = 0; t0 < n_tok; t0 += tb) {
     const int64_t t1 = std::min(n_tok, t0 + tb);
-    for (int64_t g = g0; g < g1; ++g) packed_q8_tokens<kPackedTP>(c, g, t0, t1, r0, r1);
+    for (int64_t g = g0; g < g1; ++g) packed_tokens<P, P::kTP>(c, g, t0, t1, r0, r1);
   }
 }
 
@@ -1061,12 +1105,15 @@ bool rows_avx2(const MatrixView& w, const Acts& x, float* y, int64_t y_stride, i
       return true;
     case TensorType::Q8_0:
       if (w.packed)
-        drive_packed_q8(c, r0, r1);
+        drive_packed<PQ8>(c, r0, r1);
       else
         drive<KLegacy<WQ8_0, LEG_Q8_0>>(c, r0, r1);
       return true;
     case TensorType::Q4_0:
-      drive<KPaired<WQ4_0, LEG_Q4_0>>(c, r0, r1);
+      if (w.packed)
+        drive_packed<PQ4>(c, r0, r1);
+      else
+        drive<KPaired<WQ4_0, LEG_Q4_0>>(c, r0, r1);
       return true;
     case TensorType::Q4_1:
       drive<KPaired<WQ4_1, LEG_Q4_1>>(c, r0, r1);

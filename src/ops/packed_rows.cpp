@@ -1,0 +1,73 @@
+#include "ops/packed_rows.h"
+
+#include <cstring>
+
+#include "quant/blocks.h"
+#include "util/error.h"
+
+namespace hearth::ops {
+
+bool packable(TensorType t) {
+  return t == TensorType::Q8_0 || t == TensorType::Q4_0;
+}
+
+size_t packed_block_bytes(TensorType t) {
+  return 8 * 2 + 8 * (t == TensorType::Q4_0 ? 16 : 32);
+}
+
+size_t packed_bytes(TensorType t, int64_t n_rows, int64_t n_cols) {
+  return static_cast<size_t>((n_rows + 7) / 8) * static_cast<size_t>(n_cols / 32) *
+         packed_block_bytes(t);
+}
+
+namespace {
+
+// The 32 levels of one row's block (Q8_0 signed, Q4_0 as stored 0..15) and its scale bits.
+void levels(TensorType t, const uint8_t* blk, uint8_t* q, uint16_t& d) {
+  if (t == TensorType::Q8_0) {
+    const auto& b = *reinterpret_cast<const BlockQ8_0*>(blk);
+    d = b.d;
+    std::memcpy(q, b.qs, 32);
+  } else {
+    const auto& b = *reinterpret_cast<const BlockQ4_0*>(blk);
+    d = b.d;
+    for (int i = 0; i < 16; ++i) {
+      q[i] = b.qs[i] & 0x0F;
+      q[i + 16] = b.qs[i] >> 4;
+    }
+  }
+}
+
+}  // namespace
+
+void pack_rows(const MatrixView& w, uint8_t* dst) {
+  if (!packable(w.type) || w.n_cols % 32 != 0)
+    fail("pack_rows: {} ({}) has no packed layout", w.name, type_name(w.type));
+  static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ4_0) == 18);
+  const bool q4 = w.type == TensorType::Q4_0;
+  const size_t in_block = q4 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0);
+  const size_t out_block = packed_block_bytes(w.type);
+  const int64_t nb = w.n_cols / 32, n_groups = (w.n_rows + 7) / 8;
+  for (int64_t g = 0; g < n_groups; ++g) {
+    for (int64_t b = 0; b < nb; ++b) {
+      uint8_t* out = dst + static_cast<size_t>(g * nb + b) * out_block;
+      std::memset(out, 0, out_block);
+      for (int r = 0; r < 8 && 8 * g + r < w.n_rows; ++r) {
+        uint8_t q[32];
+        uint16_t d;
+        levels(w.type, w.row(8 * g + r) + static_cast<size_t>(b) * in_block, q, d);
+        std::memcpy(out + 2 * r, &d, 2);
+        uint8_t* lanes = out + 16 + 4 * r;
+        if (q4) {
+          for (int k = 0; k < 4; ++k)
+            for (int e = 0; e < 4; ++e)
+              lanes[32 * k + e] = static_cast<uint8_t>(q[8 * k + e] | (q[8 * k + 4 + e] << 4));
+        } else {
+          for (int k = 0; k < 8; ++k) std::memcpy(lanes + 32 * k, q + 4 * k, 4);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace hearth::ops

@@ -1,0 +1,36 @@
+// Q8_0 and Q4_0 weights repacked for the AVX2 kernels: rows in groups of 8, interleaved so that
+// each 32-bit lane of a vector holds one row. vpmaddubsw + vpmaddwd then leave each row's dot
+// product in its own lane, so a group's 8 results need no horizontal sums, and each block's 8
+// scales are one 16-byte load. The copy replaces the file's layout for the matmul (the model
+// gives the mapped pages back), it does not add to it: the same bytes per block.
+//
+// Group g (rows 8g .. 8g+7), block b (elements 32b .. 32b+31) at
+// (g * n_blocks + b) * packed_block_bytes(type):
+//   uint16 d[8]                f16 scale of each row's block, then
+//   Q8_0: int8  q[8][8][4]     q[k][r][e] = row 8g+r, element 32b + 4k + e
+//   Q4_0: uint8 q[4][8][4]     q[k][r][e] = element 32b + 8k + e (low nibble)
+//                                         | element 32b + 8k + 4 + e (high nibble), levels 0..15
+// A last group with fewer than 8 rows is padded with zero rows.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ops/matrix.h"
+#include "quant/types.h"
+
+namespace hearth::ops {
+
+// Types with a packed layout (Q8_0, Q4_0).
+bool packable(TensorType t);
+
+// Bytes of one block of a group of 8 rows.
+size_t packed_block_bytes(TensorType t);
+
+// Bytes of the packed copy of an n_rows x n_cols matrix.
+size_t packed_bytes(TensorType t, int64_t n_rows, int64_t n_cols);
+
+// Writes the packed copy of w (a packable type, n_cols a multiple of 32) to dst.
+void pack_rows(const MatrixView& w, uint8_t* dst);
+
+}  // namespace hearth::ops
