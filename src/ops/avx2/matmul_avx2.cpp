@@ -130,6 +130,22 @@ struct Ctx {
   int64_t ys;  // y row stride (floats per token)
 };
 
+// The quantized activation rows of a tile's T tokens: levels, block scales and block sums.
+template <int T>
+struct TileActs {
+  const int8_t* q[T];
+  const float* d[T];
+  const int16_t* s[T];
+  MM_INLINE TileActs(const Acts& x, int64_t t0) {
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j) {
+      q[j] = x.qs(t0 + j);
+      d[j] = x.d(t0 + j);
+      s[j] = x.sums(t0 + j);
+    }
+  }
+};
+
 // Tokens [t, t1) of rows [r, r + R) in tiles of T, then the remainder with smaller tiles.
 template <class K, int R, int T>
 MM_INLINE void token_tiles(const Ctx& c, int64_t r, int64_t t, int64_t t1) {
@@ -320,15 +336,7 @@ struct KLegacy {
     const uint8_t* wr[R];
 #pragma GCC unroll 8
     for (int i = 0; i < R; ++i) wr[i] = c.w.row(r + i);
-    const int8_t* aq[T];
-    const float* ad[T];
-    const int16_t* as[T];
-#pragma GCC unroll 8
-    for (int j = 0; j < T; ++j) {
-      aq[j] = c.x.qs(t0 + j);
-      ad[j] = c.x.d(t0 + j);
-      as[j] = c.x.sums(t0 + j);
-    }
+    const TileActs<T> xa(c.x, t0);
     __m256 acc[R][T];
     [[maybe_unused]] __m256 corr[R][T];
 #pragma GCC unroll 8
@@ -361,10 +369,10 @@ struct KLegacy {
         }
 #pragma GCC unroll 8
         for (int j = 0; j < T; ++j) {
-          const __m256 da8 = load8_tail(ad[j] + b0 + g, ng);
+          const __m256 da8 = load8_tail(xa.d[j] + b0 + g, ng);
           [[maybe_unused]] __m256 e8;
           if constexpr (kCorr)
-            e8 = _mm256_mul_ps(_mm256_mul_ps(da8, sums8_tail(as[j] + b0 + g, ng)),
+            e8 = _mm256_mul_ps(_mm256_mul_ps(da8, sums8_tail(xa.s[j] + b0 + g, ng)),
                                _mm256_set1_ps(kF));
 #pragma GCC unroll 8
           for (int i = 0; i < R; ++i) {
@@ -386,7 +394,7 @@ struct KLegacy {
         for (int i = 0; i < R; ++i) wv[i] = WT::load(wr[i] + b * WT::kBytes);
 #pragma GCC unroll 8
         for (int j = 0; j < T; ++j) {
-          const typename WT::A av = WT::act(aq[j] + 32 * b);
+          const typename WT::A av = WT::act(xa.q[j] + 32 * b);
 #pragma GCC unroll 8
           for (int i = 0; i < R; ++i) {
             const __m256 p = _mm256_cvtepi32_ps(WT::dot(wv[i], av));
@@ -451,15 +459,7 @@ struct KPaired {
     const uint8_t* wr[2 * P];
 #pragma GCC unroll 8
     for (int i = 0; i < 2 * P; ++i) wr[i] = c.w.row(r + (i < R ? i : R - 1));
-    const int8_t* aq[T];
-    const float* ad[T];
-    const int16_t* as[T];
-#pragma GCC unroll 8
-    for (int j = 0; j < T; ++j) {
-      aq[j] = c.x.qs(t0 + j);
-      ad[j] = c.x.d(t0 + j);
-      as[j] = c.x.sums(t0 + j);
-    }
+    const TileActs<T> xa(c.x, t0);
     __m256 acc[P][T];
     [[maybe_unused]] __m256 corr[R][T];
 #pragma GCC unroll 8
@@ -492,10 +492,10 @@ struct KPaired {
         }
 #pragma GCC unroll 8
         for (int j = 0; j < T; ++j) {
-          const __m256 da8 = load8_tail(ad[j] + b0 + g, ng);
+          const __m256 da8 = load8_tail(xa.d[j] + b0 + g, ng);
           [[maybe_unused]] __m256 e8;
           if constexpr (kCorr)
-            e8 = _mm256_mul_ps(_mm256_mul_ps(da8, sums8_tail(as[j] + b0 + g, ng)),
+            e8 = _mm256_mul_ps(_mm256_mul_ps(da8, sums8_tail(xa.s[j] + b0 + g, ng)),
                                _mm256_set1_ps(kF));
 #pragma GCC unroll 8
           for (int i = 0; i < 2 * P; ++i) {
@@ -519,7 +519,7 @@ struct KPaired {
           unpack(wr[2 * p] + b * WT::kBytes, wr[2 * p + 1] + b * WT::kBytes, lo[p], hi[p]);
 #pragma GCC unroll 8
         for (int j = 0; j < T; ++j) {
-          const int8_t* a = aq[j] + 32 * b;
+          const int8_t* a = xa.q[j] + 32 * b;
           const __m256i alo = _mm256_broadcastsi128_si256(loadu128(a));
           const __m256i ahi = _mm256_broadcastsi128_si256(loadu128(a + 16));
 #pragma GCC unroll 8
@@ -593,17 +593,10 @@ struct KQ45K {
     static_assert(R == 1);
     const int64_t nsb = c.w.n_cols / 256;
     const uint8_t* row = c.w.row(r);
-    const int8_t* aq[T];
-    const float* ad[T];
-    const int16_t* bs[T];
+    const TileActs<T> xa(c.x, t0);
     __m256 acc[T];
 #pragma GCC unroll 8
-    for (int j = 0; j < T; ++j) {
-      aq[j] = c.x.qs(t0 + j);
-      ad[j] = c.x.d(t0 + j);
-      bs[j] = c.x.sums(t0 + j);
-      acc[j] = _mm256_setzero_ps();
-    }
+    for (int j = 0; j < T; ++j) acc[j] = _mm256_setzero_ps();
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     for (int64_t s = 0; s < nsb; ++s) {
       const uint8_t* blk = row + s * kBytes;
@@ -634,7 +627,7 @@ struct KQ45K {
         const __m256i s_lo = bcast_word(sc, 2 * q), s_hi = bcast_word(sc, 2 * q + 1);
 #pragma GCC unroll 8
         for (int j = 0; j < T; ++j) {
-          const int8_t* a = aq[j] + 256 * s + 64 * q;
+          const int8_t* a = xa.q[j] + 256 * s + 64 * q;
           const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, loadu256(a)), s_lo);
           const __m256i p_hi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, loadu256(a + 32)), s_hi);
           isum[j] = _mm256_add_epi32(isum[j], _mm256_add_epi32(p_lo, p_hi));
@@ -643,8 +636,8 @@ struct KQ45K {
       }
 #pragma GCC unroll 8
       for (int j = 0; j < T; ++j) {
-        const __m256i imin = _mm256_madd_epi16(loadu256(bs[j] + 16 * s), mins);
-        const __m256 da = _mm256_broadcast_ss(ad[j] + s);
+        const __m256i imin = _mm256_madd_epi16(loadu256(xa.s[j] + 16 * s), mins);
+        const __m256 da = _mm256_broadcast_ss(xa.d[j] + s);
         acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[j]), _mm256_mul_ps(d, da), acc[j]);
         acc[j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(imin), _mm256_mul_ps(dmin, da), acc[j]);
       }
@@ -667,17 +660,10 @@ struct KQ6K {
     static_assert(R == 1);
     const int64_t nsb = c.w.n_cols / 256;
     const uint8_t* row = c.w.row(r);
-    const int8_t* aq[T];
-    const float* ad[T];
-    const int16_t* bs[T];
+    const TileActs<T> xa(c.x, t0);
     __m256 acc[T];
 #pragma GCC unroll 8
-    for (int j = 0; j < T; ++j) {
-      aq[j] = c.x.qs(t0 + j);
-      ad[j] = c.x.d(t0 + j);
-      bs[j] = c.x.sums(t0 + j);
-      acc[j] = _mm256_setzero_ps();
-    }
+    for (int j = 0; j < T; ++j) acc[j] = _mm256_setzero_ps();
     const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
     for (int64_t s = 0; s < nsb; ++s) {
       const uint8_t* blk = row + s * sizeof(BlockQ6_K);
@@ -725,7 +711,7 @@ struct KQ6K {
                                    static_cast<char>(4 * k + 2), static_cast<char>(4 * k + 3)));
 #pragma GCC unroll 8
           for (int j = 0; j < T; ++j) {
-            const int8_t* a = aq[j] + 256 * s + 128 * h + 32 * k;
+            const int8_t* a = xa.q[j] + 256 * s + 128 * h + 32 * k;
             isum[j] = _mm256_add_epi32(
                 isum[j], _mm256_madd_epi16(_mm256_maddubs_epi16(v[k], loadu256(a)), sv));
             opaque(isum[j]);
@@ -736,8 +722,8 @@ struct KQ6K {
       for (int j = 0; j < T; ++j) {
         // q is stored as q + 32: subtract 32 · Σ_k sc_k · bsum_k.
         const __m256i corr =
-            _mm256_slli_epi32(_mm256_madd_epi16(loadu256(bs[j] + 16 * s), sc16), 5);
-        const __m256 da = _mm256_broadcast_ss(ad[j] + s);
+            _mm256_slli_epi32(_mm256_madd_epi16(loadu256(xa.s[j] + 16 * s), sc16), 5);
+        const __m256 da = _mm256_broadcast_ss(xa.d[j] + s);
         acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(isum[j], corr)),
                                  _mm256_mul_ps(d, da), acc[j]);
       }
@@ -969,8 +955,7 @@ struct PQ8 {
   static constexpr size_t kBlock = 16 + 256;
   static constexpr int kTP = 6;  // 6 int + 6 float accumulators + w, |w|, a, ones
   template <int T>
-  static MM_INLINE void block(const uint8_t* p, const int8_t* const* aq, const int16_t* const*,
-                              int64_t b, __m256i* is) {
+  static MM_INLINE void block(const uint8_t* p, const TileActs<T>& xa, int64_t b, __m256i* is) {
     const __m256i ones = ones16();
 #pragma GCC unroll 8
     for (int j = 0; j < T; ++j) is[j] = _mm256_setzero_si256();
@@ -980,7 +965,7 @@ struct PQ8 {
       const __m256i aw = _mm256_sign_epi8(w, w);  // |w|, read unsigned (-128 -> 128)
 #pragma GCC unroll 8
       for (int j = 0; j < T; ++j) {
-        const uint8_t* a = reinterpret_cast<const uint8_t*>(aq[j]) + 32 * b + 4 * k;
+        const uint8_t* a = reinterpret_cast<const uint8_t*>(xa.q[j]) + 32 * b + 4 * k;
         const __m256i sa = _mm256_sign_epi8(_mm256_set1_epi32(static_cast<int>(ld32(a))), w);
         is[j] = _mm256_add_epi32(is[j], _mm256_madd_epi16(_mm256_maddubs_epi16(aw, sa), ones));
       }
@@ -992,8 +977,7 @@ struct PQ4 {
   static constexpr size_t kBlock = 16 + 128;
   static constexpr int kTP = 6;
   template <int T>
-  static MM_INLINE void block(const uint8_t* p, const int8_t* const* aq, const int16_t* const* as,
-                              int64_t b, __m256i* is) {
+  static MM_INLINE void block(const uint8_t* p, const TileActs<T>& xa, int64_t b, __m256i* is) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     __m256i s16[T];
 #pragma GCC unroll 8
@@ -1005,7 +989,7 @@ struct PQ4 {
       const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
 #pragma GCC unroll 8
       for (int j = 0; j < T; ++j) {
-        const uint8_t* a = reinterpret_cast<const uint8_t*>(aq[j]) + 32 * b + 8 * k;
+        const uint8_t* a = reinterpret_cast<const uint8_t*>(xa.q[j]) + 32 * b + 8 * k;
         const __m256i alo = _mm256_set1_epi32(static_cast<int>(ld32(a)));
         const __m256i ahi = _mm256_set1_epi32(static_cast<int>(ld32(a + 4)));
         s16[j] = _mm256_add_epi16(
@@ -1015,7 +999,7 @@ struct PQ4 {
 #pragma GCC unroll 8
     for (int j = 0; j < T; ++j)
       is[j] = _mm256_sub_epi32(_mm256_madd_epi16(s16[j], ones16()),
-                               _mm256_set1_epi32(8 * static_cast<int>(as[j][b])));
+                               _mm256_set1_epi32(8 * static_cast<int>(xa.s[j][b])));
   }
 };
 
@@ -1024,25 +1008,18 @@ __attribute__((noinline)) void packed_tile(const Ctx& c, int64_t g, int64_t t0, 
                                            int64_t r1) {
   const int64_t nb = c.w.n_cols / 32;
   const uint8_t* p = c.w.packed + static_cast<size_t>(g * nb) * P::kBlock;
-  const int8_t* aq[T];
-  const float* ad[T];
-  const int16_t* as[T];
+  const TileActs<T> xa(c.x, t0);
   __m256 acc[T];
 #pragma GCC unroll 8
-  for (int j = 0; j < T; ++j) {
-    aq[j] = c.x.qs(t0 + j);
-    ad[j] = c.x.d(t0 + j);
-    as[j] = c.x.sums(t0 + j);
-    acc[j] = _mm256_setzero_ps();
-  }
+  for (int j = 0; j < T; ++j) acc[j] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b, p += P::kBlock) {
     __m256i is[T];
-    P::template block<T>(p, aq, as, b, is);
+    P::template block<T>(p, xa, b, is);
     const __m256 dw = _mm256_cvtph_ps(loadu128(p));
 #pragma GCC unroll 8
     for (int j = 0; j < T; ++j)
       acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[j]),
-                               _mm256_mul_ps(dw, _mm256_broadcast_ss(ad[j] + b)), acc[j]);
+                               _mm256_mul_ps(dw, _mm256_broadcast_ss(xa.d[j] + b)), acc[j]);
   }
   const int64_t row0 = 8 * g;
   if (row0 >= r0 && row0 + 8 <= r1) {
