@@ -4,7 +4,9 @@
 // Reduction order (what makes the result batch invariant): for one (query row at position p,
 // query head), KV positions 0..p are visited in tiles of kAttnTile positions aligned to
 // absolute positions (tile i covers [i*T, (i+1)*T)). Per tile: scores s_j = dot(q, k_j) * scale
-// (each dot a fixed chain over head_dim), tile max, m' = max(m, tile max), alpha = e^(m - m'),
+// (each dot a fixed sequence over head_dim: in the AVX2 kernel, 8 in-order FMA chains over the
+// columns c = l mod 8 combined in a fixed tree, whether computed per key with horizontal sums or
+// per 8 keys as a GEMM), tile max, m' = max(m, tile max), alpha = e^(m - m'),
 // p_j = e^(s_j - m'), l = l*alpha + sum_j p_j (sum over T lanes, masked lanes exactly 0),
 // o = o*alpha, then o += p_j * v_j for valid j in increasing order; finally out = o * (1/l).
 // Every step depends only on the query, its position and K/V[0..p] - never on which other
@@ -18,8 +20,11 @@
 
 namespace hearth::ops::detail {
 
-inline constexpr int64_t kAttnTile = 32;       // KV positions per tile (multiple of 8)
-inline constexpr int64_t kAttnQueryRows = 12;  // query rows per task (a performance knob only)
+inline constexpr int64_t kAttnTile = 32;  // KV positions per tile (multiple of 8)
+// Query rows per task (a performance knob only): the more rows, the more query vectors share
+// each decoded K/V tile. 24 measured 3-7% faster than 12 for a 90-token chunk over 1100 cached
+// positions (Qwen3-0.6B shape, 2 threads); 48 the same as 24.
+inline constexpr int64_t kAttnQueryRows = 24;
 
 // One task: n_rows consecutive query rows (positions pos_first, pos_first+1, ...) times the
 // `group` query heads that share KV head kv_head. Query vector m = r*group + g lives at

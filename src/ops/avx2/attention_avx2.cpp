@@ -1,11 +1,13 @@
 // AVX2+FMA fused attention task (see attention_kernels.h for the reduction order it keeps).
 // A task's query vectors (the GQA group's heads times up to kAttnQueryRows query rows) share
-// every K/V tile. With few of them (decode) the kernels read the encoded rows directly,
-// widening F16 with F16C and Q8_0 / Q4_0 as q * d; with more (prefill) each tile's rows are first
-// decoded once into an f32 buffer that every query block then reads. Both produce exactly the
-// f32 values of the reference dequantizer, and scores and P*V come from register-blocked
-// kernels whose blocking changes only which values share registers, never the sequence of
-// operations that produces any one value - so the path taken does not change a bit.
+// every K/V tile. With few of them (decode: run_direct) the kernels read the encoded rows
+// directly, widening F16 with F16C and Q8_0 / Q4_0 as q * d, scores as 8-lane FMA chains over
+// head_dim reduced horizontally. With more (prefill: run_tiled) each tile's K rows are decoded
+// once, transposed, so that scores are a GEMM with keys in lanes (no horizontal sums), and V's
+// rows are read in place (F16, F32) or decoded once (Q8_0, Q4_0). Every path produces exactly
+// the f32 values of the reference dequantizer and, for each score and each output, the same
+// sequence of operations (see the lane-major note above qk_gemm) - so the path taken, the
+// register blocking and the task split do not change a bit.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -24,8 +26,6 @@ namespace hearth::ops::detail::avx2 {
 namespace {
 
 using ops::avx2::exp_ps;
-using ops::avx2::hmax_ps;
-using ops::avx2::hsum_ps;
 
 constexpr int64_t T = kAttnTile;
 
@@ -247,7 +247,7 @@ inline void qk_rows(const float* const* q, const uint8_t* const* k, int64_t jn, 
 }
 
 // o[m][c0 .. c0 + 8*CB) = o*alpha[m] + sum_{j < jn} p[m*T + j] * v[j], j in order.
-template <class Rows, int MB, int CB>
+template <class Rows, int MB, int CB, bool kVInRegs = (MB >= 3)>
 inline void pv_block(float* const* o, const float* alpha, const float* p, const uint8_t* const* v,
                      int64_t jn, int64_t c0) {
   __m256 acc[MB][CB];
@@ -259,7 +259,7 @@ inline void pv_block(float* const* o, const float* alpha, const float* p, const 
   }
   for (int64_t j = 0; j < jn; ++j) {
     const uint8_t* vj = v[j];
-    if constexpr (MB >= 3) {  // V chunks in registers, probabilities streamed
+    if constexpr (kVInRegs) {  // V chunks in registers, probabilities streamed
       __m256 vv[CB];
 #pragma GCC unroll 16
       for (int c = 0; c < CB; ++c) vv[c] = Rows::load(vj, c0 + 8 * c);
@@ -287,13 +287,143 @@ inline void pv_block(float* const* o, const float* alpha, const float* p, const 
     for (int c = 0; c < CB; ++c) _mm256_storeu_ps(o[m] + c0 + 8 * c, acc[m][c]);
 }
 
-template <class Rows, int MB>
+// P*V of MB query vectors over the whole head, a block of 8*CB columns at a time.
+template <class Rows, int MB, int CB = (MB >= 3 ? 2 : 8 / MB), bool kVInRegs = (MB >= 3)>
 inline void pv_rows(float* const* o, const float* alpha, const float* p, const uint8_t* const* v,
                     int64_t jn, int64_t hd) {
-  constexpr int CB = MB >= 3 ? 2 : 8 / MB;
   int64_t c0 = 0;
-  for (; c0 + 8 * CB <= hd; c0 += 8 * CB) pv_block<Rows, MB, CB>(o, alpha, p, v, jn, c0);
-  for (; c0 < hd; c0 += 8) pv_block<Rows, MB, 1>(o, alpha, p, v, jn, c0);
+  for (; c0 + 8 * CB <= hd; c0 += 8 * CB) pv_block<Rows, MB, CB, kVInRegs>(o, alpha, p, v, jn, c0);
+  for (; c0 < hd; c0 += 8) pv_block<Rows, MB, 1, kVInRegs>(o, alpha, p, v, jn, c0);
+}
+
+// Tile-decoded path: P*V blocks of kPvMb query vectors x kPvCb column chunks of 8 (V chunks in
+// registers, probabilities broadcast). Measured the same as 3x4 (probabilities in registers),
+// 4x2 and 4x3 within noise.
+constexpr int kPvMb = 6;
+constexpr int kPvCb = 2;
+
+// ---- Tile-decoded path (prefill): scores as a GEMM over a transposed K tile. ----
+//
+// A score above is, per lane l of the 8-lane chain, P_l = the in-order FMA chain over the
+// columns c = l, l+8, l+16, ... of q*k, then ((P0+P1)+(P2+P3))+((P4+P5)+(P6+P7)) (how hsum4_ps
+// reduces), times scale. The GEMM form computes exactly that with keys in lanes and no
+// horizontal reductions: K's tile is stored transposed with its columns in "lane-major" order
+// (row r = l*(hd/8) + i holds column c = 8i + l of the tile's T keys), the queries in the same
+// column order, so P_l for 8 keys is one vector chain over rows l*(hd/8) .. (l+1)*(hd/8)-1 of
+// broadcast(q[r]) * kt[r], and the 8 partial vectors combine in the same tree. Every score
+// therefore has the bits of the direct kernels', whatever register tile computes it.
+
+// In-register 8x8 transpose: r[l] lane j becomes r[j] lane l.
+inline void transpose8(__m256 r[8]) {
+  const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+  const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+  const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+  const __m256 s0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 s1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 s2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 s3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 s4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 s5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 s6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 s7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
+  r[0] = _mm256_permute2f128_ps(s0, s4, 0x20);
+  r[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
+  r[2] = _mm256_permute2f128_ps(s2, s6, 0x20);
+  r[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
+  r[4] = _mm256_permute2f128_ps(s0, s4, 0x31);
+  r[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
+  r[6] = _mm256_permute2f128_ps(s2, s6, 0x31);
+  r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
+}
+
+// Query m's columns in the same lane-major order: qt[l*(hd/8) + i] = q[8i + l] (8x8 blocks
+// transposed in registers when hd/8 is a multiple of 8).
+inline void permute_query(const float* q, int64_t hd, float* qt) {
+  const int64_t h8 = hd / 8;
+  if (h8 % 8 != 0) {
+    for (int64_t i = 0; i < h8; ++i)
+      for (int l = 0; l < 8; ++l) qt[l * h8 + i] = q[8 * i + l];
+    return;
+  }
+  for (int64_t i0 = 0; i0 < h8; i0 += 8) {
+    __m256 r[8];
+    for (int k = 0; k < 8; ++k) r[k] = _mm256_loadu_ps(q + 8 * (i0 + k));
+    transpose8(r);
+    for (int l = 0; l < 8; ++l) _mm256_storeu_ps(qt + l * h8 + i0, r[l]);
+  }
+}
+
+// Score register tiles: kQkMr query vectors x kQkNr vectors of 8 keys (12 accumulators). 3x4
+// and 4x2 measured the same within noise, 2x4 about 10% slower.
+constexpr int kQkMr = 6;
+constexpr int kQkNr = 2;
+
+// s[m*T + 8*(n0+n) + lane] for MR query vectors (lane-major rows qt + m*hd) and NR vectors of 8
+// keys starting at key vector n0 of the transposed tile kt.
+template <int MR, int NR>
+inline void qk_gemm(const float* qt, const float* kt, int64_t n0, int64_t hd, float scale,
+                    float* s) {
+  const int64_t h8 = hd / 8;
+  __m256 acc[MR][NR];
+  __m256 part[3][MR][NR];  // pending partial sums of the reduction tree
+  auto chain = [&](int l) __attribute__((always_inline)) {
+#pragma GCC unroll 16
+    for (int m = 0; m < MR; ++m)
+#pragma GCC unroll 16
+      for (int n = 0; n < NR; ++n) acc[m][n] = _mm256_setzero_ps();
+    const float* kr = kt + l * h8 * T + 8 * n0;
+    const float* qr = qt + l * h8;
+    for (int64_t i = 0; i < h8; ++i) {
+      if constexpr (MR > NR) {  // keys in registers, queries broadcast as needed
+        __m256 kv[NR];
+#pragma GCC unroll 16
+        for (int n = 0; n < NR; ++n) kv[n] = _mm256_loadu_ps(kr + i * T + 8 * n);
+#pragma GCC unroll 16
+        for (int m = 0; m < MR; ++m) {
+          const __m256 qb = _mm256_broadcast_ss(qr + m * hd + i);
+#pragma GCC unroll 16
+          for (int n = 0; n < NR; ++n) acc[m][n] = _mm256_fmadd_ps(qb, kv[n], acc[m][n]);
+        }
+      } else {  // queries in registers, keys loaded as needed
+        __m256 qb[MR];
+#pragma GCC unroll 16
+        for (int m = 0; m < MR; ++m) qb[m] = _mm256_broadcast_ss(qr + m * hd + i);
+#pragma GCC unroll 16
+        for (int n = 0; n < NR; ++n) {
+          const __m256 kv = _mm256_loadu_ps(kr + i * T + 8 * n);
+#pragma GCC unroll 16
+          for (int m = 0; m < MR; ++m) acc[m][n] = _mm256_fmadd_ps(qb[m], kv, acc[m][n]);
+        }
+      }
+    }
+  };
+  auto save = [&](int b) __attribute__((always_inline)) {
+#pragma GCC unroll 16
+    for (int m = 0; m < MR; ++m)
+#pragma GCC unroll 16
+      for (int n = 0; n < NR; ++n) part[b][m][n] = acc[m][n];
+  };
+  auto add = [&](int b) __attribute__((always_inline)) {
+#pragma GCC unroll 16
+    for (int m = 0; m < MR; ++m)
+#pragma GCC unroll 16
+      for (int n = 0; n < NR; ++n) acc[m][n] = _mm256_add_ps(acc[m][n], part[b][m][n]);
+  };
+  chain(0), save(0);
+  chain(1), add(0), save(0);  // P0+P1
+  chain(2), save(1);
+  chain(3), add(1), add(0), save(0);  // (P0+P1)+(P2+P3)
+  chain(4), save(1);
+  chain(5), add(1), save(1);  // P4+P5
+  chain(6), save(2);
+  chain(7), add(2), add(1), add(0);  // ((P6+P7)+(P4+P5)) + (P0+P1+P2+P3)
+  const __m256 sc = _mm256_set1_ps(scale);
+#pragma GCC unroll 16
+  for (int m = 0; m < MR; ++m)
+#pragma GCC unroll 16
+    for (int n = 0; n < NR; ++n)
+      _mm256_storeu_ps(s + m * T + 8 * (n0 + n), _mm256_mul_ps(acc[m][n], sc));
 }
 
 // Runs kernel<mb>(m, mb) over query vectors [m0, m1) in blocks of up to MAX.
@@ -312,8 +442,25 @@ inline void for_blocks(int64_t m0, int64_t m1, F&& f) {
   }
 }
 
-// Online-softmax update of one query vector's state with its T-wide score row (entries at or
-// beyond `valid` are set to -inf here). Leaves p_j in s, returns alpha.
+// Scores of query vectors [m0, m1) against key vectors [0, nk) of the transposed tile.
+inline void qk_tile(const float* qt, const float* kt, int64_t m0, int64_t m1, int64_t nk,
+                    int64_t hd, float scale, float* s) {
+  for_blocks<kQkMr>(m0, m1, [&](auto mr, int64_t m) {
+    constexpr int MR = decltype(mr)::value;
+    int64_t n = 0;
+    for (; n + kQkNr <= nk; n += kQkNr)
+      qk_gemm<MR, kQkNr>(qt + m * hd, kt, n, hd, scale, s + m * T);
+    for (; n < nk; ++n) qk_gemm<MR, 1>(qt + m * hd, kt, n, hd, scale, s + m * T);
+  });
+}
+
+// Online-softmax update of query vectors [m0, m1) with their T-wide score rows s + m*T (entries
+// at or beyond valid(m) are set to -inf here): leaves p_j in s, alpha in alpha[m], and updates
+// mx[m] and l[m]. Per vector: tile max m' = max(mx, max_j s_j), alpha = e^(mx - m') (0 while mx
+// is -inf), p_j = e^(s_j - m'), l = fma(l, alpha, hsum(((p0..7 + p8..15) + p16..23) + p24..31)),
+// hsum in hsum_ps's order. Eight vectors are done at once - their maxima, alphas, sums and l
+// updates as lanes of one vector - which changes no value, only how many run side by side.
+// One vector's update, the same operations one lane at a time (for a few vectors: decode).
 inline float softmax_tile(float* s, int64_t valid, float& mx, float& l) {
   const float kNegInf = -std::numeric_limits<float>::infinity();
   for (int64_t j = valid; j < T; ++j) s[j] = kNegInf;
@@ -323,7 +470,7 @@ inline float softmax_tile(float* s, int64_t valid, float& mx, float& l) {
     v[i] = _mm256_loadu_ps(s + 8 * i);
     vmax = _mm256_max_ps(vmax, v[i]);
   }
-  const float m_new = std::max(mx, hmax_ps(vmax));
+  const float m_new = std::max(mx, ops::avx2::hmax_ps(vmax));
   const float alpha = mx == kNegInf ? 0.0f : _mm256_cvtss_f32(exp_ps(_mm256_set1_ps(mx - m_new)));
   const __m256 mv = _mm256_set1_ps(m_new);
   __m256 sum = _mm256_setzero_ps();
@@ -333,28 +480,91 @@ inline float softmax_tile(float* s, int64_t valid, float& mx, float& l) {
     sum = _mm256_add_ps(sum, e);
   }
   // l*alpha + sum as one explicit FMA (never left to the compiler's contraction choices).
-  l = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(l), _mm_set_ss(alpha), _mm_set_ss(hsum_ps(sum))));
+  l = _mm_cvtss_f32(
+      _mm_fmadd_ss(_mm_set_ss(l), _mm_set_ss(alpha), _mm_set_ss(ops::avx2::hsum_ps(sum))));
   mx = m_new;
   return alpha;
 }
 
-// The task, reading K/V rows through Rows: kDirect reads the encoded rows in place (few query
-// vectors: each element is converted once anyway); otherwise each tile's rows are decoded once
-// into a buffer that every query block then reads as f32.
-template <class Rows, bool kDirect>
-void run_task(const AttnTask& t) {
-  const KvSeqView& kv = *t.kv;
-  const TensorType type = kv.layout.type;
+template <typename Valid>
+inline void softmax_rows(float* s, int64_t m0, int64_t m1, Valid&& valid, float* mx, float* l,
+                         float* alpha) {
+  static_assert(T == 32);
+  if (m1 - m0 < 4) {
+    for (int64_t m = m0; m < m1; ++m) alpha[m] = softmax_tile(s + m * T, valid(m), mx[m], l[m]);
+    return;
+  }
+  const float kNegInf = -std::numeric_limits<float>::infinity();
+  const __m256 neg_inf = _mm256_set1_ps(kNegInf);
+  for (int64_t m = m0; m < m1; m += 8) {
+    const int n = static_cast<int>(std::min<int64_t>(8, m1 - m));
+    float mxa[8], la[8], m_new[8];
+    __m256 vmax[8];
+    for (int r = 0; r < 8; ++r) {
+      if (r >= n) {
+        mxa[r] = kNegInf, la[r] = 0.0f, vmax[r] = vmax[0];
+        continue;
+      }
+      mxa[r] = mx[m + r], la[r] = l[m + r];
+      float* sr = s + (m + r) * T;
+      for (int64_t j = valid(m + r); j < T; ++j) sr[j] = kNegInf;
+      vmax[r] = _mm256_max_ps(_mm256_max_ps(_mm256_loadu_ps(sr), _mm256_loadu_ps(sr + 8)),
+                              _mm256_max_ps(_mm256_loadu_ps(sr + 16), _mm256_loadu_ps(sr + 24)));
+    }
+    transpose8(vmax);  // lane r of vmax[i]: lane i of row r's maxima
+    __m256 tmax = vmax[0];
+    for (int i = 1; i < 8; ++i) tmax = _mm256_max_ps(tmax, vmax[i]);
+    const __m256 mxv = _mm256_loadu_ps(mxa);
+    const __m256 mnew = _mm256_max_ps(tmax, mxv);  // mx where equal, as std::max(mx, tile max)
+    const __m256 av =
+        _mm256_andnot_ps(_mm256_cmp_ps(mxv, neg_inf, _CMP_EQ_OQ), exp_ps(_mm256_sub_ps(mxv, mnew)));
+    _mm256_storeu_ps(m_new, mnew);
+    __m256 sums[8];
+    for (int r = 0; r < 8; ++r) {
+      if (r >= n) {
+        sums[r] = _mm256_setzero_ps();
+        continue;
+      }
+      float* sr = s + (m + r) * T;
+      const __m256 mv = _mm256_set1_ps(m_new[r]);
+      __m256 sum = _mm256_setzero_ps();
+      for (int i = 0; i < T / 8; ++i) {
+        const __m256 e = exp_ps(_mm256_sub_ps(_mm256_loadu_ps(sr + 8 * i), mv));
+        _mm256_storeu_ps(sr + 8 * i, e);
+        sum = _mm256_add_ps(sum, e);
+      }
+      sums[r] = sum;
+    }
+    // Lane r: row r's sum reduced as hsum_ps does, ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)).
+    const __m256 abcd =
+        _mm256_hadd_ps(_mm256_hadd_ps(sums[0], sums[1]), _mm256_hadd_ps(sums[2], sums[3]));
+    const __m256 efgh =
+        _mm256_hadd_ps(_mm256_hadd_ps(sums[4], sums[5]), _mm256_hadd_ps(sums[6], sums[7]));
+    const __m256 hs = _mm256_add_ps(_mm256_permute2f128_ps(abcd, efgh, 0x20),
+                                    _mm256_permute2f128_ps(abcd, efgh, 0x31));
+    // l*alpha + sum as one explicit FMA (never left to the compiler's contraction choices).
+    const __m256 lv = _mm256_fmadd_ps(_mm256_loadu_ps(la), av, hs);
+    float av_a[8], lv_a[8];
+    _mm256_storeu_ps(av_a, av);
+    _mm256_storeu_ps(lv_a, lv);
+    for (int r = 0; r < n; ++r) {
+      alpha[m + r] = av_a[r];
+      l[m + r] = lv_a[r];
+      mx[m + r] = m_new[r];
+    }
+  }
+}
+
+// The direct task (few query vectors: decode, small batches): kernels read the encoded rows in
+// place - each element is converted once per query block anyway.
+template <class Rows>
+void run_direct(const AttnTask& t) {
   const int64_t hd = t.head_dim, G = t.group, M = t.n_rows * G;
   const auto uhd = static_cast<size_t>(hd), uT = static_cast<size_t>(T);
   const auto uM = static_cast<size_t>(M);
-  // One tile buffer, holding the decoded K rows during the scores and then the V rows: small
-  // enough (16 KiB at head_dim 128) to stay in L1 while every query block passes over it.
-  const size_t tile_floats = kDirect ? 0 : uT * uhd;
-  float* tile = thread_scratch(tile_floats + uM * (uT + 2 * uhd + 3));
-  float* s = tile + tile_floats;  // [M][T] scores, then probabilities
-  float* o = s + uM * uT;         // [M][hd] unnormalised outputs
-  float* qc = o + uM * uhd;       // [M][hd] the queries, contiguous
+  float* s = thread_scratch(uM * (uT + 2 * uhd + 3));  // [M][T] scores, then probabilities
+  float* o = s + uM * uT;                              // [M][hd] unnormalised outputs
+  float* qc = o + uM * uhd;                            // [M][hd] the queries, contiguous
   float* mx = qc + uM * uhd;
   float* l = mx + uM;
   float* alpha = l + uM;
@@ -364,19 +574,17 @@ void run_task(const AttnTask& t) {
   std::fill(l, l + uM, 0.0f);
 
   // Per query vector: its q and o rows.
-  std::vector<const float*> qp(uM);
-  std::vector<float*> op(uM);
+  const float* qp[kMaxMb];
+  float* op[kMaxMb];
   for (int64_t m = 0; m < M; ++m) {
     // Query rows of a chunk sit n_head*head_dim floats apart, often a multiple of 4 KiB: read in
     // place, a block's queries would share a few L1 sets. A contiguous copy avoids that.
     std::memcpy(qc + m * hd, t.q + (m / G) * t.row_stride + (m % G) * hd, uhd * sizeof(float));
-    qp[static_cast<size_t>(m)] = qc + m * hd;
-    op[static_cast<size_t>(m)] = o + m * hd;
+    qp[m] = qc + m * hd;
+    op[m] = o + m * hd;
   }
-  const uint8_t* krow[T];  // rows the kernels read (encoded, or decoded into `tile`)
+  const uint8_t* krow[T];  // encoded rows of the current tile
   const uint8_t* vrow[T];
-  const uint8_t* ksrc[T];  // encoded rows of the current tile
-  const uint8_t* vsrc[T];
   const uint8_t* kpf[T];  // and of the tile kPrefetchTiles ahead
   const uint8_t* vpf[T];
 
@@ -391,48 +599,34 @@ void run_task(const AttnTask& t) {
       prefetch_row(vpf[j], hb);
     }
   }
-  auto rows_of = [&](const uint8_t* const* src, int64_t jn, const uint8_t* const* pf, int64_t n_pf,
-                     const uint8_t** dst) {
-    for (int64_t j = 0; j < jn; ++j) {
-      if (j < n_pf) prefetch_row(pf[j], hb);
-      if constexpr (kDirect) {
-        dst[j] = src[j];
-      } else {
-        dst[j] = reinterpret_cast<const uint8_t*>(decode_row(type, src[j], tile + j * hd, hd));
-      }
-    }
-  };
   for (int64_t j0 = 0; j0 <= p_last; j0 += T) {
     const int64_t jn = tile_len(j0);
-    tile_rows(t, j0, jn, ksrc, vsrc);
+    tile_rows(t, j0, jn, krow, vrow);
     const int64_t n_pf = tile_len(j0 + kPrefetchTiles * T);
     tile_rows(t, j0 + kPrefetchTiles * T, n_pf, kpf, vpf);
-    rows_of(ksrc, jn, kpf, n_pf, krow);
+    for (int64_t j = 0; j < n_pf; ++j) prefetch_row(kpf[j], hb);
     for (int64_t j = jn; j < T; ++j) krow[j] = krow[0];  // padding, scores discarded
 
     // Query vectors whose position is >= j0 take part in this tile.
     const int64_t m_begin = std::max<int64_t>(0, j0 - t.pos_first) * G;
     for_blocks<kMaxMb>(m_begin, M, [&](auto mb, int64_t m) {
-      qk_rows<Rows, decltype(mb)::value>(&qp[static_cast<size_t>(m)], krow, jn, hd, t.scale,
-                                         s + m * T);
+      qk_rows<Rows, decltype(mb)::value>(&qp[m], krow, jn, hd, t.scale, s + m * T);
     });
-    for (int64_t m = m_begin; m < M; ++m) {
-      const int64_t valid = std::min(jn, t.pos_first + m / G - j0 + 1);
-      alpha[m] = softmax_tile(s + m * T, valid, mx[m], l[m]);
-    }
+    softmax_rows(
+        s, m_begin, M, [&](int64_t m) { return std::min(jn, t.pos_first + m / G - j0 + 1); }, mx, l,
+        alpha);
 
-    rows_of(vsrc, jn, vpf, n_pf, vrow);
+    for (int64_t j = 0; j < n_pf; ++j) prefetch_row(vpf[j], hb);
     // Vectors that see every position of the tile go through the blocked kernel; the others
     // (the diagonal) one at a time with their own end. Same operation sequence either way.
     const int64_t r_full = std::clamp<int64_t>(j0 + jn - 1 - t.pos_first, 0, t.n_rows);
     const int64_t m_full = std::max(m_begin, r_full * G);
     for (int64_t m = m_begin; m < m_full; ++m) {
       const int64_t valid = std::min(jn, t.pos_first + m / G - j0 + 1);
-      pv_rows<Rows, 1>(&op[static_cast<size_t>(m)], alpha + m, s + m * T, vrow, valid, hd);
+      pv_rows<Rows, 1>(&op[m], alpha + m, s + m * T, vrow, valid, hd);
     }
     for_blocks<kMaxMb>(m_full, M, [&](auto mb, int64_t m) {
-      pv_rows<Rows, decltype(mb)::value>(&op[static_cast<size_t>(m)], alpha + m, s + m * T, vrow,
-                                         jn, hd);
+      pv_rows<Rows, decltype(mb)::value>(&op[m], alpha + m, s + m * T, vrow, jn, hd);
     });
   }
   for (int64_t m = 0; m < M; ++m) {
@@ -443,19 +637,160 @@ void run_task(const AttnTask& t) {
   }
 }
 
+// Decodes keys [0, nk*8) of a tile (encoded rows k[], padded to a multiple of 8 with valid
+// rows) into kt, transposed and lane-major: kt[(l*(hd/8) + i)*T + j] = k[j][8i + l]. F16 rows
+// are read in place; the others 8 at a time through decode_row into `stage` (8*hd floats):
+// Q8_0 / Q4_0 then convert each block's scale once, not once per 8 elements, and F32 rows of
+// token-major blocks (a multiple of 4 KiB apart) do not all land in one L1 set.
+template <class Rows>
+inline void decode_kt(TensorType type, const uint8_t* const* k, int64_t nk, int64_t hd,
+                      float* stage, float* kt) {
+  constexpr bool kInPlace = std::is_same_v<Rows, F16Rows>;
+  using KRows = std::conditional_t<kInPlace, Rows, F32Rows>;
+  const int64_t h8 = hd / 8;
+  for (int64_t g = 0; g < nk; ++g) {
+    const uint8_t* rows[8];
+    for (int j = 0; j < 8; ++j) {
+      if constexpr (kInPlace) {
+        rows[j] = k[8 * g + j];
+      } else {
+        rows[j] =
+            reinterpret_cast<const uint8_t*>(decode_row(type, k[8 * g + j], stage + j * hd, hd));
+      }
+    }
+    for (int64_t i = 0; i < h8; ++i) {
+      __m256 r[8];
+#pragma GCC unroll 8
+      for (int j = 0; j < 8; ++j) r[j] = KRows::load(rows[j], 8 * i);
+      transpose8(r);
+#pragma GCC unroll 8
+      for (int l = 0; l < 8; ++l) _mm256_storeu_ps(kt + (l * h8 + i) * T + 8 * g, r[l]);
+    }
+  }
+}
+
+// The tile-decoded task (prefill): per tile, K's rows are decoded once into the transposed kt
+// for the score GEMM (qk_tile), and V's rows read in place (F16) or decoded once into f32 rows
+// (the other types) in the same buffer; every query block then shares them.
+template <class Rows>
+void run_tiled(const AttnTask& t) {
+  constexpr bool kVInPlace = std::is_same_v<Rows, F16Rows>;
+  using VRows = std::conditional_t<kVInPlace, Rows, F32Rows>;
+  const TensorType type = t.kv->layout.type;
+  const int64_t hd = t.head_dim, G = t.group, M = t.n_rows * G;
+  const auto uhd = static_cast<size_t>(hd), uT = static_cast<size_t>(T);
+  const auto uM = static_cast<size_t>(M);
+  // One tile buffer (16 KiB at head_dim 128), the K tile during the scores, then the V rows;
+  // the staging rows of K decoding (all types but F16) after it.
+  const size_t tile_floats = uT * uhd + (kVInPlace ? 0 : 8 * uhd);
+  float* kt = thread_scratch(tile_floats + uM * (uT + 2 * uhd + 3));
+  float* stage = kt + uT * uhd;
+  float* s = kt + tile_floats;  // [M][T] scores, then probabilities
+  float* o = s + uM * uT;       // [M][hd] unnormalised outputs
+  float* qt = o + uM * uhd;     // [M][hd] the queries, lane-major
+  float* mx = qt + uM * uhd;
+  float* l = mx + uM;
+  float* alpha = l + uM;
+  const float kNegInf = -std::numeric_limits<float>::infinity();
+  std::fill(o, o + uM * uhd, 0.0f);
+  std::fill(mx, mx + uM, kNegInf);
+  std::fill(l, l + uM, 0.0f);
+  // Query rows of a chunk sit n_head*head_dim floats apart, often a multiple of 4 KiB: read in
+  // place, a block's queries would share a few L1 sets. The (permuted) copy avoids that too.
+  for (int64_t m = 0; m < M; ++m)
+    permute_query(t.q + (m / G) * t.row_stride + (m % G) * hd, hd, qt + m * hd);
+  float* op[kPvMb];
+
+  const uint8_t* krow[T];  // encoded rows of the current tile
+  const uint8_t* vsrc[T];
+  const uint8_t* vrow[T];  // the V rows P*V reads
+  const uint8_t* kpf[T];   // encoded rows of the tile kPrefetchTiles ahead
+  const uint8_t* vpf[T];
+
+  const int64_t p_last = t.pos_first + t.n_rows - 1;
+  const auto hb = static_cast<int64_t>(t.head_bytes);
+  auto tile_len = [&](int64_t j0) { return std::clamp<int64_t>(p_last + 1 - j0, 0, T); };
+  for (int64_t i = 0; i < kPrefetchTiles; ++i) {
+    const int64_t n = tile_len(i * T);
+    tile_rows(t, i * T, n, kpf, vpf);
+    for (int64_t j = 0; j < n; ++j) {
+      prefetch_row(kpf[j], hb);
+      prefetch_row(vpf[j], hb);
+    }
+  }
+  for (int64_t j0 = 0; j0 <= p_last; j0 += T) {
+    const int64_t jn = tile_len(j0);
+    tile_rows(t, j0, jn, krow, vsrc);
+    const int64_t n_pf = tile_len(j0 + kPrefetchTiles * T);
+    tile_rows(t, j0 + kPrefetchTiles * T, n_pf, kpf, vpf);
+    for (int64_t j = 0; j < n_pf; ++j) prefetch_row(kpf[j], hb);
+
+    // Key vectors past jn are not computed (their scores are set to -inf by the softmax); the
+    // last one's lanes past jn read row 0 (finite values, scores discarded).
+    for (int64_t j = jn; j < T; ++j) krow[j] = krow[0];
+    const int64_t nk = (jn + 7) / 8;
+    decode_kt<Rows>(type, krow, nk, hd, stage, kt);
+    // Query vectors whose position is >= j0 take part in this tile.
+    const int64_t m_begin = std::max<int64_t>(0, j0 - t.pos_first) * G;
+    qk_tile(qt, kt, m_begin, M, nk, hd, t.scale, s);
+    softmax_rows(
+        s, m_begin, M, [&](int64_t m) { return std::min(jn, t.pos_first + m / G - j0 + 1); }, mx, l,
+        alpha);
+
+    for (int64_t j = 0; j < jn; ++j) {
+      if (j < n_pf) prefetch_row(vpf[j], hb);
+      if constexpr (kVInPlace) {
+        vrow[j] = vsrc[j];
+      } else {
+        vrow[j] = reinterpret_cast<const uint8_t*>(decode_row(type, vsrc[j], kt + j * hd, hd));
+      }
+    }
+    // Vectors that see every position of the tile go through the blocked kernel; the others
+    // (the diagonal) one at a time with their own end. Same operation sequence either way.
+    const int64_t r_full = std::clamp<int64_t>(j0 + jn - 1 - t.pos_first, 0, t.n_rows);
+    const int64_t m_full = std::max(m_begin, r_full * G);
+    for (int64_t m = m_begin; m < m_full; ++m) {
+      const int64_t valid = std::min(jn, t.pos_first + m / G - j0 + 1);
+      op[0] = o + m * hd;
+      pv_rows<VRows, 1>(op, alpha + m, s + m * T, vrow, valid, hd);
+    }
+    for_blocks<kPvMb>(m_full, M, [&](auto mb, int64_t m) {
+      constexpr int MB = decltype(mb)::value;
+      for (int i = 0; i < MB; ++i) op[i] = o + (m + i) * hd;
+      if constexpr (MB == kPvMb) {
+        pv_rows<VRows, MB, kPvCb, (kPvMb > kPvCb)>(op, alpha + m, s + m * T, vrow, jn, hd);
+      } else {
+        pv_rows<VRows, MB>(op, alpha + m, s + m * T, vrow, jn, hd);
+      }
+    });
+  }
+  for (int64_t m = 0; m < M; ++m) {
+    const __m256 inv = _mm256_set1_ps(1.0f / l[m]);
+    float* out = t.out + (m / G) * t.row_stride + (m % G) * hd;
+    for (int64_t i = 0; i < hd; i += 8)
+      _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_loadu_ps(o + m * hd + i), inv));
+  }
+}
+
+// The task for one KV type: direct for few query vectors, tile-decoded otherwise.
+template <class Rows>
+void run_typed(const AttnTask& t) {
+  if (t.n_rows * t.group > kMaxMb) return run_tiled<Rows>(t);
+  return run_direct<Rows>(t);
+}
+
 }  // namespace
 
 void attention_task(const AttnTask& t) {
-  if (t.n_rows * t.group > kMaxMb) return run_task<F32Rows, false>(t);
   switch (t.kv->layout.type) {
     case TensorType::F16:
-      return run_task<F16Rows, true>(t);
+      return run_typed<F16Rows>(t);
     case TensorType::Q8_0:
-      return run_task<Q8Rows, true>(t);
+      return run_typed<Q8Rows>(t);
     case TensorType::Q4_0:
-      return run_task<Q4Rows, true>(t);
+      return run_typed<Q4Rows>(t);
     default:
-      return run_task<F32Rows, true>(t);
+      return run_typed<F32Rows>(t);
   }
 }
 
