@@ -4,6 +4,8 @@
 // decode streams from memory rather than from cache.
 //
 //   attention_bench [-t threads] [--layers N] [--ctx 4096] [--shape qwen3|llama1b] [--type f16]
+//                   [--head-major] [-r reps] [--quick (no pool/bandwidth probes)]
+//                   [--only decode|prefill]
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -162,7 +164,8 @@ double attention_flops(const Shape& s, int64_t n_q, int64_t pos0) {
 
 int main(int argc, char** argv) {
   int threads = 2, reps = 15;
-  bool head_major = false;
+  bool head_major = false, quick = false;
+  std::string only;
   int64_t ctx = 4096, layers = 28;
   std::string shape_name = "qwen3", type_name_arg = "all";
   for (int i = 1; i < argc; ++i) {
@@ -182,10 +185,15 @@ int main(int argc, char** argv) {
       head_major = true;
     else if (a == "-r")
       reps = std::atoi(next().c_str());
+    else if (a == "--quick")
+      quick = true;
+    else if (a == "--only")
+      only = next();
     else {
       std::fprintf(stderr,
                    "usage: %s [-t N] [-r reps] [--ctx N] [--layers N] [--shape qwen3|llama1b] "
-                   "[--type f32|f16|q8_0|q4_0|all] [--head-major]\n",
+                   "[--type f32|f16|q8_0|q4_0|all] [--head-major] [--quick] [--only "
+                   "decode|prefill]\n",
                    argv[0]);
       return 2;
     }
@@ -200,9 +208,12 @@ int main(int argc, char** argv) {
       shape.name, static_cast<long long>(shape.n_head), static_cast<long long>(shape.n_kv_head),
       static_cast<long long>(shape.head_dim), static_cast<long long>(layers), threads,
       simd_level_name(simd_level()));
-  if (threads >= 2) pool_latency();
-  const double bw = measure_read_bw(pool);
-  std::printf("measured read bandwidth (%d threads): %.1f GB/s\n\n", threads, bw);
+  double bw = 0;
+  if (!quick) {
+    if (threads >= 2) pool_latency();
+    bw = measure_read_bw(pool);
+    std::printf("measured read bandwidth (%d threads): %.1f GB/s\n\n", threads, bw);
+  }
 
   std::vector<TensorType> types;
   if (type_name_arg == "all") {
@@ -221,7 +232,7 @@ int main(int argc, char** argv) {
 
   for (TensorType type : types) {
     // Decode: one query at position ctx over ctx+1 cached tokens, every layer in turn.
-    {
+    if (only.empty() || only == "decode") {
       auto kv = make_kv(shape, type, layers, ctx + 1, head_major);
       std::vector<float> q(static_cast<size_t>(shape.n_head * shape.head_dim));
       for (auto& x : q) x = d(rng);
@@ -243,14 +254,17 @@ int main(int argc, char** argv) {
       }
       const double per_layer = best / static_cast<double>(layers);
       const double gbs = bytes_per_layer / per_layer / 1e9;
+      const std::string of_bw =
+          bw > 0 ? " (" + std::to_string(static_cast<int>(100.0 * gbs / bw + 0.5)) + "% of read bw)"
+                 : "";
       std::printf(
-          "%-5s decode  ctx %5lld: %7.1f us/layer, KV %6.2f MB/layer, %5.1f GB/s "
-          "(%.0f%% of read bw), %.2f ms/token for %lld layers\n",
+          "%-5s decode  ctx %5lld: %7.1f us/layer, KV %6.2f MB/layer, %5.1f GB/s%s, %.2f "
+          "ms/token for %lld layers\n",
           std::string(type_name(type)).c_str(), static_cast<long long>(ctx), per_layer * 1e6,
-          bytes_per_layer / 1e6, gbs, 100.0 * gbs / bw, best * 1e3, static_cast<long long>(layers));
+          bytes_per_layer / 1e6, gbs, of_bw.c_str(), best * 1e3, static_cast<long long>(layers));
     }
     // Prefill: 90 new tokens from empty and after 1100 cached ones.
-    {
+    if (only.empty() || only == "prefill") {
       const int64_t n_new = 90, prefix = 1100;
       const int64_t pl = std::min<int64_t>(layers, 4);
       auto kv = make_kv(shape, type, pl, prefix + n_new, head_major);
