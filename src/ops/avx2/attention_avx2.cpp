@@ -157,6 +157,22 @@ inline void tile_rows(const AttnTask& t, int64_t j0, int64_t n, const uint8_t** 
   }
 }
 
+// Prefetches the K and V rows of the first kPrefetchTiles tiles (the loop then keeps that many
+// tiles ahead); tile_len(j0) is the number of valid rows of the tile at j0.
+template <class TileLen>
+inline void prefetch_first_tiles(const AttnTask& t, TileLen&& tile_len, const uint8_t** kpf,
+                                 const uint8_t** vpf) {
+  const auto hb = static_cast<int64_t>(t.head_bytes);
+  for (int64_t i = 0; i < kPrefetchTiles; ++i) {
+    const int64_t n = tile_len(i * T);
+    tile_rows(t, i * T, n, kpf, vpf);
+    for (int64_t j = 0; j < n; ++j) {
+      prefetch_row(kpf[j], hb);
+      prefetch_row(vpf[j], hb);
+    }
+  }
+}
+
 // Register blocking. Blocks of up to kMaxMb query vectors. With 3 or more, scores take 2 keys
 // per pass (key chunks in registers, query chunks streamed) and P*V 2 column chunks of 8 (V
 // chunks in registers, probabilities broadcast). With 1 or 2 (decode: one query row, a small
@@ -591,14 +607,7 @@ void run_direct(const AttnTask& t) {
   const int64_t p_last = t.pos_first + t.n_rows - 1;
   const auto hb = static_cast<int64_t>(t.head_bytes);
   auto tile_len = [&](int64_t j0) { return std::clamp<int64_t>(p_last + 1 - j0, 0, T); };
-  for (int64_t i = 0; i < kPrefetchTiles; ++i) {
-    const int64_t n = tile_len(i * T);
-    tile_rows(t, i * T, n, kpf, vpf);
-    for (int64_t j = 0; j < n; ++j) {
-      prefetch_row(kpf[j], hb);
-      prefetch_row(vpf[j], hb);
-    }
-  }
+  prefetch_first_tiles(t, tile_len, kpf, vpf);
   for (int64_t j0 = 0; j0 <= p_last; j0 += T) {
     const int64_t jn = tile_len(j0);
     tile_rows(t, j0, jn, krow, vrow);
@@ -710,14 +719,7 @@ void run_tiled(const AttnTask& t) {
   const int64_t p_last = t.pos_first + t.n_rows - 1;
   const auto hb = static_cast<int64_t>(t.head_bytes);
   auto tile_len = [&](int64_t j0) { return std::clamp<int64_t>(p_last + 1 - j0, 0, T); };
-  for (int64_t i = 0; i < kPrefetchTiles; ++i) {
-    const int64_t n = tile_len(i * T);
-    tile_rows(t, i * T, n, kpf, vpf);
-    for (int64_t j = 0; j < n; ++j) {
-      prefetch_row(kpf[j], hb);
-      prefetch_row(vpf[j], hb);
-    }
-  }
+  prefetch_first_tiles(t, tile_len, kpf, vpf);
   for (int64_t j0 = 0; j0 <= p_last; j0 += T) {
     const int64_t jn = tile_len(j0);
     tile_rows(t, j0, jn, krow, vsrc);
