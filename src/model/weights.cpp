@@ -142,7 +142,8 @@ void Model::repack() {
   if (const char* e = std::getenv("HEARTH_REPACK"); e != nullptr && std::string(e) == "0") return;
   std::vector<MatrixView*> todo;
   auto consider = [&](MatrixView& m) {
-    if (ops::packable(m.type) && m.n_cols % 32 == 0 && m.n_rows > 0) todo.push_back(&m);
+    if (ops::packable(m.type) && m.n_cols % ops::packed_block_cols(m.type) == 0 && m.n_rows > 0)
+      todo.push_back(&m);
   };
   for (LayerWeights& L : w_.layers)
     for (MatrixView* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) consider(*m);

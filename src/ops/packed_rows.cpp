@@ -8,16 +8,27 @@
 namespace hearth::ops {
 
 bool packable(TensorType t) {
-  return t == TensorType::Q8_0 || t == TensorType::Q4_0;
+  return t == TensorType::Q8_0 || t == TensorType::Q4_0 || t == TensorType::Q4_K;
+}
+
+int64_t packed_block_cols(TensorType t) {
+  return t == TensorType::Q4_K ? 256 : 32;
 }
 
 size_t packed_block_bytes(TensorType t) {
-  return 8 * 2 + 8 * (t == TensorType::Q4_0 ? 16 : 32);
+  switch (t) {
+    case TensorType::Q4_0:
+      return 8 * 2 + 8 * 16;
+    case TensorType::Q4_K:
+      return 8 * 2 * 2 + 8 * 8 + 4 * 8 * 2 + 8 * 128;
+    default:
+      return 8 * 2 + 8 * 32;
+  }
 }
 
 size_t packed_bytes(TensorType t, int64_t n_rows, int64_t n_cols) {
-  return static_cast<size_t>((n_rows + 7) / 8) * static_cast<size_t>(n_cols / 32) *
-         packed_block_bytes(t);
+  return static_cast<size_t>((n_rows + 7) / 8) *
+         static_cast<size_t>(n_cols / packed_block_cols(t)) * packed_block_bytes(t);
 }
 
 namespace {
@@ -38,16 +49,54 @@ void levels(TensorType t, const uint8_t* blk, uint8_t* q, uint16_t& d) {
   }
 }
 
+// Levels 0..15 of 32 elements into the 4 steps of 8 rows x 4 bytes at `lanes` (row r's lane
+// already chosen): low nibble element 8k + e, high nibble element 8k + 4 + e.
+void put_nibble_steps(const uint8_t* q, uint8_t* lanes) {
+  for (int k = 0; k < 4; ++k)
+    for (int e = 0; e < 4; ++e)
+      lanes[32 * k + e] = static_cast<uint8_t>(q[8 * k + e] | (q[8 * k + 4 + e] << 4));
+}
+
+// One row's Q4_K super-block into lane r of a packed group block.
+void pack_q4_k(const uint8_t* src, int r, uint8_t* out) {
+  const auto& b = *reinterpret_cast<const BlockQ4_K*>(src);
+  std::memcpy(out + 2 * r, &b.d, 2);
+  std::memcpy(out + 16 + 2 * r, &b.dmin, 2);
+  for (int j = 0; j < 8; ++j) {
+    uint8_t sc = 0, mn = 0;
+    kquant_scale_min(j, b.scales, sc, mn);
+    out[32 + 8 * j + r] = sc;
+    out[96 + 16 * (j / 2) + 2 * r + (j % 2)] = mn;
+  }
+  uint8_t q[256];
+  for (int c = 0; c < 4; ++c)
+    for (int l = 0; l < 32; ++l) {
+      q[64 * c + l] = b.qs[32 * c + l] & 0x0F;
+      q[64 * c + 32 + l] = b.qs[32 * c + l] >> 4;
+    }
+  for (int j = 0; j < 8; ++j) put_nibble_steps(q + 32 * j, out + 160 + 128 * j + 4 * r);
+}
+
 }  // namespace
 
 void pack_rows(const MatrixView& w, uint8_t* dst) {
-  if (!packable(w.type) || w.n_cols % 32 != 0)
+  if (!packable(w.type) || w.n_cols % packed_block_cols(w.type) != 0)
     fail("pack_rows: {} ({}) has no packed layout", w.name, type_name(w.type));
-  static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ4_0) == 18);
+  static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_K) == 144);
   const bool q4 = w.type == TensorType::Q4_0;
-  const size_t in_block = q4 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0);
   const size_t out_block = packed_block_bytes(w.type);
-  const int64_t nb = w.n_cols / 32, n_groups = (w.n_rows + 7) / 8;
+  const int64_t nb = w.n_cols / packed_block_cols(w.type), n_groups = (w.n_rows + 7) / 8;
+  if (w.type == TensorType::Q4_K) {
+    for (int64_t g = 0; g < n_groups; ++g)
+      for (int64_t b = 0; b < nb; ++b) {
+        uint8_t* out = dst + static_cast<size_t>(g * nb + b) * out_block;
+        std::memset(out, 0, out_block);
+        for (int r = 0; r < 8 && 8 * g + r < w.n_rows; ++r)
+          pack_q4_k(w.row(8 * g + r) + static_cast<size_t>(b) * sizeof(BlockQ4_K), r, out);
+      }
+    return;
+  }
+  const size_t in_block = q4 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0);
   for (int64_t g = 0; g < n_groups; ++g) {
     for (int64_t b = 0; b < nb; ++b) {
       uint8_t* out = dst + static_cast<size_t>(g * nb + b) * out_block;
@@ -59,9 +108,7 @@ void pack_rows(const MatrixView& w, uint8_t* dst) {
         std::memcpy(out + 2 * r, &d, 2);
         uint8_t* lanes = out + 16 + 4 * r;
         if (q4) {
-          for (int k = 0; k < 4; ++k)
-            for (int e = 0; e < 4; ++e)
-              lanes[32 * k + e] = static_cast<uint8_t>(q[8 * k + e] | (q[8 * k + 4 + e] << 4));
+          put_nibble_steps(q, lanes);
         } else {
           for (int k = 0; k < 8; ++k) std::memcpy(lanes + 32 * k, q + 4 * k, 4);
         }

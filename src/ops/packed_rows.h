@@ -1,8 +1,9 @@
-// Q8_0 and Q4_0 weights repacked for the AVX2 kernels: rows in groups of 8, interleaved so that
-// each 32-bit lane of a vector holds one row. vpmaddubsw + vpmaddwd then leave each row's dot
-// product in its own lane, so a group's 8 results need no horizontal sums, and each block's 8
-// scales are one 16-byte load. The copy replaces the file's layout for the matmul (the model
-// gives the mapped pages back), it does not add to it: the same bytes per block.
+// Q8_0, Q4_0 and Q4_K weights repacked for the AVX2 kernels: rows in groups of 8, interleaved so
+// that each 32-bit lane of a vector holds one row. vpmaddubsw + vpmaddwd then leave each row's
+// dot product in its own lane, so a group's 8 results need no horizontal sums, and each block's
+// 8 scales are one 16-byte load. The copy replaces the file's layout for the matmul (the model
+// gives the mapped pages back), it does not add to it: the same bytes per block (Q4_K: 1,184
+// bytes for 8 rows' super-blocks instead of 1,152, its 6-bit scales and mins spread to bytes).
 //
 // Group g (rows 8g .. 8g+7), block b (elements 32b .. 32b+31) at
 // (g * n_blocks + b) * packed_block_bytes(type):
@@ -10,6 +11,12 @@
 //   Q8_0: int8  q[8][8][4]     q[k][r][e] = row 8g+r, element 32b + 4k + e
 //   Q4_0: uint8 q[4][8][4]     q[k][r][e] = element 32b + 8k + e (low nibble)
 //                                         | element 32b + 8k + 4 + e (high nibble), levels 0..15
+//
+// Q4_K, super-block b (elements 256b .. 256b+255) at (g * n_cols/256 + b) * 1184:
+//   uint16 d[8], dmin[8]       f16 super-scales of each row
+//   uint8  sc[8][8]            sc[j][r]: 6-bit scale of sub-block j (elements 32j..32j+31), row r
+//   uint8  mn[4][8][2]         mn[k][r][i]: 6-bit min of sub-block 2k+i, row r
+//   uint8  q[32][8][4]         step 4j+k as Q4_0's step k within sub-block j
 // A last group with fewer than 8 rows is padded with zero rows.
 #pragma once
 
@@ -21,8 +28,11 @@
 
 namespace hearth::ops {
 
-// Types with a packed layout (Q8_0, Q4_0).
+// Types with a packed layout (Q8_0, Q4_0, Q4_K).
 bool packable(TensorType t);
+
+// Columns of one packed block: 32, or 256 for Q4_K.
+int64_t packed_block_cols(TensorType t);
 
 // Bytes of one block of a group of 8 rows.
 size_t packed_block_bytes(TensorType t);
@@ -30,7 +40,7 @@ size_t packed_block_bytes(TensorType t);
 // Bytes of the packed copy of an n_rows x n_cols matrix.
 size_t packed_bytes(TensorType t, int64_t n_rows, int64_t n_cols);
 
-// Writes the packed copy of w (a packable type, n_cols a multiple of 32) to dst.
+// Writes the packed copy of w (a packable type, n_cols a multiple of packed_block_cols) to dst.
 void pack_rows(const MatrixView& w, uint8_t* dst);
 
 }  // namespace hearth::ops

@@ -251,9 +251,9 @@ namespace {
 // With the AVX2 kernels, Q8_0 matrices are repacked at load (tied embeddings keep the file's
 // layout for row lookups); the forward pass agrees with the file-layout kernels within float
 // rounding and the model's logits stay within the golden tolerance of the reference.
-TEST(ModelLoad, Q8_0MatricesAreRepackedForTheSimdKernels) {
-  HEARTH_SHARED_OR_SKIP(path, "models/synthetic/llama-tied-Q8_0.gguf");
-  if (ops::simd_level() != ops::SimdLevel::Avx2) GTEST_SKIP() << "no AVX2 kernels here";
+// Q8_0, Q4_0 and Q4_K matrices are repacked at load (ops/packed_rows.h); the packed kernels give
+// the file-layout kernels' logits within rounding.
+void expect_repacked_model_matches_file_layout(const std::string& path) {
   auto packed = Model::load(path);
   ::setenv("HEARTH_REPACK", "0", 1);
   auto plain = Model::load(path);
@@ -280,6 +280,18 @@ TEST(ModelLoad, Q8_0MatricesAreRepackedForTheSimdKernels) {
     EXPECT_NEAR(la[i], lb[i], 1e-3) << i;
     EXPECT_NEAR(la[i], ref[i], 0.25) << i;  // activation quantization
   }
+}
+
+TEST(ModelLoad, Q8_0MatricesAreRepackedForTheSimdKernels) {
+  HEARTH_SHARED_OR_SKIP(path, "models/synthetic/llama-tied-Q8_0.gguf");
+  if (ops::simd_level() != ops::SimdLevel::Avx2) GTEST_SKIP() << "no AVX2 kernels here";
+  expect_repacked_model_matches_file_layout(path);
+}
+
+TEST(ModelLoad, Q4_KMatricesAreRepackedForTheSimdKernels) {
+  HEARTH_SHARED_OR_SKIP(path, "models/synthetic/llama-tied-Q4_K.gguf");
+  if (ops::simd_level() != ops::SimdLevel::Avx2) GTEST_SKIP() << "no AVX2 kernels here";
+  expect_repacked_model_matches_file_layout(path);
 }
 
 }  // namespace

@@ -939,9 +939,9 @@ void quantize_rows_avx2(TensorType act_type, const float* x, int64_t n_tok, int6
 }
 
 // ---------------------------------------------------------------------------------------------
-// Q8_0 / Q4_0 packed in groups of 8 rows (ops/packed_rows.h): one row per 32-bit lane. Activation
-// bytes are broadcast 4 at a time to every lane and multiplied with vpmaddubsw, so each row's
-// exact block dot I_b lands in its own lane. Then per row, in block order:
+// Q8_0 / Q4_0 (Q4_K below) packed in groups of 8 rows (ops/packed_rows.h): one row per 32-bit lane.
+// Activation bytes are broadcast 4 at a time to every lane and multiplied with vpmaddubsw, so each
+// row's exact block dot I_b lands in its own lane. Then per row, in block order:
 //   acc = fma(float(I_b), dw_b · da_b, acc)
 // That one chain is all a (row, token) result ever is, whatever the tile, the batch or the row
 // split: batch invariant. Against the file-layout kernels this saves the horizontal reductions,
@@ -951,9 +951,27 @@ void quantize_rows_avx2(TensorType act_type, const float* x, int64_t n_tok, int6
 // vpmaddwd per 4-element step. Q4_0: levels 0..15 straight into vpmaddubsw; the 8 steps' int16
 // sums fit (8 · 2 · 15 · 127 < 2^15) and one vpmaddwd per block widens them, then
 // I_b = Σ q·a − 8·S_b with S_b the activation block's sum (exact).
+// acc[j] += float(I_b) · (dw_b · da_b) for the 8 rows of a Q8_0/Q4_0 block.
+template <int T>
+MM_INLINE void scale_into(const uint8_t* p, const TileActs<T>& xa, int64_t b, const __m256i* is,
+                          __m256* acc) {
+  const __m256 dw = _mm256_cvtph_ps(loadu128(p));
+#pragma GCC unroll 8
+  for (int j = 0; j < T; ++j)
+    acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[j]),
+                             _mm256_mul_ps(dw, _mm256_broadcast_ss(xa.d[j] + b)), acc[j]);
+}
+
 struct PQ8 {
   static constexpr size_t kBlock = 16 + 256;
+  static constexpr int64_t kCols = 32;
   static constexpr int kTP = 6;  // 6 int + 6 float accumulators + w, |w|, a, ones
+  template <int T>
+  static MM_INLINE void block_acc(const uint8_t* p, const TileActs<T>& xa, int64_t b, __m256* acc) {
+    __m256i is[T];
+    block<T>(p, xa, b, is);
+    scale_into<T>(p, xa, b, is, acc);
+  }
   template <int T>
   static MM_INLINE void block(const uint8_t* p, const TileActs<T>& xa, int64_t b, __m256i* is) {
     const __m256i ones = ones16();
@@ -975,7 +993,14 @@ struct PQ8 {
 
 struct PQ4 {
   static constexpr size_t kBlock = 16 + 128;
+  static constexpr int64_t kCols = 32;
   static constexpr int kTP = 6;
+  template <int T>
+  static MM_INLINE void block_acc(const uint8_t* p, const TileActs<T>& xa, int64_t b, __m256* acc) {
+    __m256i is[T];
+    block<T>(p, xa, b, is);
+    scale_into<T>(p, xa, b, is, acc);
+  }
   template <int T>
   static MM_INLINE void block(const uint8_t* p, const TileActs<T>& xa, int64_t b, __m256i* is) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
@@ -1003,24 +1028,78 @@ struct PQ4 {
   }
 };
 
+// Q4_K, one super-block (8 sub-blocks of 32) of 8 rows. Each sub-block's int16 pair sums are
+// built as Q4_0's (levels 0..15 into vpmaddubsw, 4 steps: < 2^15), then one vpmaddwd against the
+// row's 6-bit scale in both int16 halves gives sc_j · I_j per row lane, summed over j in int32
+// (|Σ| <= 8 · 63 · 32 · 15 · 128 < 2^31). The mins' term Σ_j m_j · S_j (S_j the activation sum
+// over sub-block j, from the Q8_K 16-sums) is 4 vpmaddwd of (m_2k, m_2k+1) row pairs against the
+// broadcast (S_2k, S_2k+1). Then per row, in order:
+//   acc = fma(float(Σ sc·I), d · da, acc);  acc = fnma(float(Σ m·S), dmin · da, acc)
+struct PQ4K {
+  static constexpr size_t kBlock = 8 * 2 * 2 + 8 * 8 + 4 * 8 * 2 + 8 * 128;
+  static constexpr int64_t kCols = 256;
+  static constexpr int kTP = 5;
+  template <int T>
+  static MM_INLINE void block_acc(const uint8_t* p, const TileActs<T>& xa, int64_t b, __m256* acc) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256i is[T];
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j) is[j] = _mm256_setzero_si256();
+    for (int sb = 0; sb < 8; ++sb) {
+      __m256i s16[T];
+#pragma GCC unroll 8
+      for (int j = 0; j < T; ++j) s16[j] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) {
+        const __m256i v = loadu256(p + 160 + 128 * sb + 32 * k);
+        const __m256i lo = _mm256_and_si256(v, m4);
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+#pragma GCC unroll 8
+        for (int j = 0; j < T; ++j) {
+          const uint8_t* a = reinterpret_cast<const uint8_t*>(xa.q[j]) + 256 * b + 32 * sb + 8 * k;
+          const __m256i alo = _mm256_set1_epi32(static_cast<int>(ld32(a)));
+          const __m256i ahi = _mm256_set1_epi32(static_cast<int>(ld32(a + 4)));
+          s16[j] = _mm256_add_epi16(s16[j], _mm256_add_epi16(_mm256_maddubs_epi16(lo, alo),
+                                                             _mm256_maddubs_epi16(hi, ahi)));
+        }
+      }
+      const __m256i sc32 =
+          _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 32 + 8 * sb)));
+      const __m256i sc = _mm256_or_si256(sc32, _mm256_slli_epi32(sc32, 16));
+#pragma GCC unroll 8
+      for (int j = 0; j < T; ++j) is[j] = _mm256_add_epi32(is[j], _mm256_madd_epi16(s16[j], sc));
+    }
+    const __m256 d = _mm256_cvtph_ps(loadu128(p)), dmin = _mm256_cvtph_ps(loadu128(p + 16));
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j) {
+      // S_0..S_7 as int32, then int16: as int32 lanes [P0 P1 P0 P1 | P2 P3 P2 P3], P_k the pair
+      // (S_2k, S_2k+1).
+      const __m256i s32 = _mm256_madd_epi16(loadu256(xa.s[j] + 16 * b), ones16());
+      const __m256i pairs = _mm256_packs_epi32(s32, s32);
+      __m256i im = _mm256_setzero_si256();
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) {
+        const __m256i mn = _mm256_cvtepu8_epi16(loadu128(p + 96 + 16 * k));
+        const __m256i pk = _mm256_permutevar8x32_epi32(pairs, _mm256_set1_epi32(k < 2 ? k : k + 2));
+        im = _mm256_add_epi32(im, _mm256_madd_epi16(mn, pk));
+      }
+      const __m256 da = _mm256_broadcast_ss(xa.d[j] + b);
+      acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[j]), _mm256_mul_ps(d, da), acc[j]);
+      acc[j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(im), _mm256_mul_ps(dmin, da), acc[j]);
+    }
+  }
+};
+
 template <class P, int T>
 __attribute__((noinline)) void packed_tile(const Ctx& c, int64_t g, int64_t t0, int64_t r0,
                                            int64_t r1) {
-  const int64_t nb = c.w.n_cols / 32;
+  const int64_t nb = c.w.n_cols / P::kCols;
   const uint8_t* p = c.w.packed + static_cast<size_t>(g * nb) * P::kBlock;
   const TileActs<T> xa(c.x, t0);
   __m256 acc[T];
 #pragma GCC unroll 8
   for (int j = 0; j < T; ++j) acc[j] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b, p += P::kBlock) {
-    __m256i is[T];
-    P::template block<T>(p, xa, b, is);
-    const __m256 dw = _mm256_cvtph_ps(loadu128(p));
-#pragma GCC unroll 8
-    for (int j = 0; j < T; ++j)
-      acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[j]),
-                               _mm256_mul_ps(dw, _mm256_broadcast_ss(xa.d[j] + b)), acc[j]);
-  }
+  for (int64_t b = 0; b < nb; ++b, p += P::kBlock) P::template block_acc<T>(p, xa, b, acc);
   const int64_t row0 = 8 * g;
   if (row0 >= r0 && row0 + 8 <= r1) {
 #pragma GCC unroll 8
@@ -1102,7 +1181,10 @@ bool rows_avx2(const MatrixView& w, const Acts& x, float* y, int64_t y_stride, i
       drive<KPaired<WQ5_1, LEG_Q5_1>>(c, r0, r1);
       return true;
     case TensorType::Q4_K:
-      drive<KQ45K<false>>(c, r0, r1);
+      if (w.packed)
+        drive_packed<PQ4K>(c, r0, r1);
+      else
+        drive<KQ45K<false>>(c, r0, r1);
       return true;
     case TensorType::Q5_K:
       drive<KQ45K<true>>(c, r0, r1);
