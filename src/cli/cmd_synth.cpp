@@ -45,16 +45,14 @@ int synth(const SynthOptions& o) {
   if (o.ctx) hp.n_ctx_train = o.ctx;
   if (o.rope_base > 0) hp.rope_freq_base = o.rope_base;
   if (o.untied) s.tied_output = false;
-  auto t = type_from_name(o.type);
-  if (!t) fail("unknown tensor type '{}'", o.type);
-  s.weight_type = *t;
+  set_synth_type(s, o.type);
   s.vocab_path = o.vocab;
   s.seed = o.seed;
   s.threads = o.threads;
   const uint64_t bytes = write_synthetic_model(s, o.out);
-  fmt::print(stderr, "hearth: wrote {} ({:.1f} MiB, {} {}, {} layers, embd {})\n",
-             o.out, static_cast<double>(bytes) / (1 << 20), hp.arch_name, type_name(s.weight_type),
-             hp.n_layer, hp.n_embd);
+  fmt::print(stderr, "hearth: wrote {} ({:.1f} MiB, {} {}, {} layers, embd {})\n", o.out,
+             static_cast<double>(bytes) / (1 << 20), hp.arch_name, synth_type_name(s), hp.n_layer,
+             hp.n_embd);
   return 0;
 }
 
@@ -73,7 +71,8 @@ void add_synth(CLI::App& app, Context& ctx) {
       ->required();
   cmd->add_option("--type", o->type,
                   "Type of every 2-D tensor (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, "
-                  "Q5_K, Q6_K)")
+                  "Q5_K, Q6_K), or the mixture Q4_K_M (llama.cpp's rule: Q6_K for the output "
+                  "matrix and for attn_v/ffn_down in some layers, Q4_K elsewhere)")
       ->capture_default_str();
   cmd->add_option("--n-embd", o->n_embd, "Embedding width");
   cmd->add_option("--n-layer", o->n_layer, "Blocks");

@@ -1,5 +1,7 @@
 #include "model/synth.h"
 
+#include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -82,7 +84,69 @@ std::vector<double> llama3_freq_factors(const SynthSpec& s) {
   return f;
 }
 
+// llama.cpp's choice of the blocks whose attn_v and ffn_down get more bits in its _M mixtures:
+// the first and last eighth of the n blocks and every third block in between.
+bool use_more_bits(int64_t i, int64_t n) {
+  return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
+}
+
+// llama.cpp's Q4_K_M (LLAMA_FTYPE_MOSTLY_Q4_K_M) for a 2-D tensor: `suffix` is the name after
+// "blk.<layer>." (the whole name, layer -1, outside the blocks).
+TensorType q4_k_m_type(std::string_view suffix, int64_t layer, int64_t n_layer, bool tied) {
+  const bool output = suffix == "output.weight" || (tied && suffix == "token_embd.weight");
+  const bool more_bits =
+      (suffix == "attn_v.weight" || suffix == "ffn_down.weight") && use_more_bits(layer, n_layer);
+  return output || more_bits ? TensorType::Q6_K : TensorType::Q4_K;
+}
+
+// The type synth writes the 2-D tensor `name` ("blk.<layer>.<suffix>", "output.weight", …) in.
+TensorType matrix_type(const SynthSpec& s, std::string_view name) {
+  if (s.mixture == SynthMixture::None) return s.weight_type;
+  int64_t layer = -1;
+  std::string_view suffix = name;
+  if (name.starts_with("blk.")) {
+    const size_t dot = name.find('.', 4);
+    std::from_chars(name.data() + 4, name.data() + dot, layer);
+    suffix = name.substr(dot + 1);
+  }
+  switch (s.mixture) {
+    case SynthMixture::Q4_K_M:
+      return q4_k_m_type(suffix, layer, s.hp.n_layer, s.tied_output);
+    case SynthMixture::None:
+      break;
+  }
+  return s.weight_type;
+}
+
+constexpr std::string_view kSingleTypes =
+    "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K";
+
 }  // namespace
+
+void set_synth_type(SynthSpec& s, std::string_view name) {
+  std::string upper(name);
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (upper == "Q4_K_M") {
+    s.weight_type = TensorType::Q4_K;
+    s.mixture = SynthMixture::Q4_K_M;
+    return;
+  }
+  const std::optional<TensorType> t = type_from_name(name);
+  if (!t || !can_quantize(*t))
+    fail("synth: cannot write --type '{}' (known: {}, or the mixture Q4_K_M)", name, kSingleTypes);
+  s.weight_type = *t;
+  s.mixture = SynthMixture::None;
+}
+
+std::string synth_type_name(const SynthSpec& s) {
+  switch (s.mixture) {
+    case SynthMixture::Q4_K_M:
+      return "Q4_K_M";
+    case SynthMixture::None:
+      break;
+  }
+  return std::string(type_name(s.weight_type));
+}
 
 std::vector<std::string> synth_preset_names() {
   return {"qwen3-0.6b",   "qwen3-1.7b", "qwen2.5-0.5b", "llama-3.2-1b",
@@ -130,7 +194,6 @@ uint64_t write_synthetic_model(const SynthSpec& spec, const std::string& out_pat
   HParams& hp = s.hp;
   hp.n_vocab = static_cast<int64_t>(tokens->array_size());
   hp.validate("synth");
-  const int64_t block = traits(s.weight_type).block_elems;
 
   gguf::Writer w;
   const std::string p = hp.arch_name + ".";
@@ -179,12 +242,13 @@ uint64_t write_synthetic_model(const SynthSpec& spec, const std::string& out_pat
       continue;
     }
     const int64_t cols = t.ne[0], rows = t.ne[1];
+    const TensorType type = matrix_type(s, t.name);
+    const int64_t block = traits(type).block_elems;
     if (cols % block != 0)
       fail("synth: tensor '{}' rows of {} are not a multiple of the {} block size {}", t.name, cols,
-           type_name(s.weight_type), block);
+           type_name(type), block);
     // Scale ~ 1/sqrt(fan_in) keeps activations and logits O(1).
     const float sigma = 1.0f / std::sqrt(static_cast<float>(cols));
-    const TensorType type = s.weight_type;
     const int threads = std::max(1, s.threads);
     w.add_tensor(t.name, type, t.ne, [=](uint8_t* dst, size_t) {
       const size_t stride = row_bytes(type, cols);
