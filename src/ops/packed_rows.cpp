@@ -8,11 +8,12 @@
 namespace hearth::ops {
 
 bool packable(TensorType t) {
-  return t == TensorType::Q8_0 || t == TensorType::Q4_0 || t == TensorType::Q4_K;
+  return t == TensorType::Q8_0 || t == TensorType::Q4_0 || t == TensorType::Q4_K ||
+         t == TensorType::Q6_K;
 }
 
 int64_t packed_block_cols(TensorType t) {
-  return t == TensorType::Q4_K ? 256 : 32;
+  return t == TensorType::Q4_K || t == TensorType::Q6_K ? 256 : 32;
 }
 
 size_t packed_block_bytes(TensorType t) {
@@ -21,6 +22,8 @@ size_t packed_block_bytes(TensorType t) {
       return 8 * 2 + 8 * 16;
     case TensorType::Q4_K:
       return 8 * 2 * 2 + 8 * 8 + 4 * 8 * 2 + 8 * 128;
+    case TensorType::Q6_K:
+      return 8 * 2 + 8 * 16 + 16 * 96;
     default:
       return 8 * 2 + 8 * 32;
   }
@@ -77,22 +80,61 @@ void pack_q4_k(const uint8_t* src, int r, uint8_t* out) {
   for (int j = 0; j < 8; ++j) put_nibble_steps(q + 32 * j, out + 160 + 128 * j + 4 * r);
 }
 
+// One row's Q6_K super-block into lane r of a packed group block.
+void pack_q6_k(const uint8_t* src, int r, uint8_t* out) {
+  const auto& b = *reinterpret_cast<const BlockQ6_K*>(src);
+  std::memcpy(out + 2 * r, &b.d, 2);
+  for (int k = 0; k < 16; ++k)
+    out[16 + 16 * (k / 2) + 2 * r + (k % 2)] = static_cast<uint8_t>(b.scales[k]);
+  uint8_t q[256];
+  for (int h = 0; h < 2; ++h) {
+    const uint8_t* ql = b.ql + 64 * h;
+    const uint8_t* qh = b.qh + 32 * h;
+    uint8_t* o = q + 128 * h;
+    for (int l = 0; l < 32; ++l) {
+      o[l] = static_cast<uint8_t>((ql[l] & 0xF) | ((qh[l] & 3) << 4));
+      o[l + 32] = static_cast<uint8_t>((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4));
+      o[l + 64] = static_cast<uint8_t>((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
+      o[l + 96] = static_cast<uint8_t>((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
+    }
+  }
+  for (int P = 0; P < 16; ++P) {
+    const uint8_t* e16 = q + 16 * P;
+    uint8_t* pair = out + 144 + 96 * P;
+    for (int e = 0; e < 4; ++e) {
+      pair[4 * r + e] = static_cast<uint8_t>((e16[e] >> 4) | ((e16[4 + e] >> 4) << 2) |
+                                             ((e16[8 + e] >> 4) << 4) | ((e16[12 + e] >> 4) << 6));
+      for (int st = 0; st < 2; ++st)
+        pair[32 + 32 * st + 4 * r + e] =
+            static_cast<uint8_t>((e16[8 * st + e] & 0xF) | ((e16[8 * st + 4 + e] & 0xF) << 4));
+    }
+  }
+}
+
 }  // namespace
 
 void pack_rows(const MatrixView& w, uint8_t* dst) {
   if (!packable(w.type) || w.n_cols % packed_block_cols(w.type) != 0)
     fail("pack_rows: {} ({}) has no packed layout", w.name, type_name(w.type));
-  static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_K) == 144);
+  static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_K) == 144 &&
+                sizeof(BlockQ6_K) == 210);
   const bool q4 = w.type == TensorType::Q4_0;
   const size_t out_block = packed_block_bytes(w.type);
   const int64_t nb = w.n_cols / packed_block_cols(w.type), n_groups = (w.n_rows + 7) / 8;
-  if (w.type == TensorType::Q4_K) {
+  if (w.type == TensorType::Q4_K || w.type == TensorType::Q6_K) {
+    const bool q6 = w.type == TensorType::Q6_K;
+    const size_t in_block = q6 ? sizeof(BlockQ6_K) : sizeof(BlockQ4_K);
     for (int64_t g = 0; g < n_groups; ++g)
       for (int64_t b = 0; b < nb; ++b) {
         uint8_t* out = dst + static_cast<size_t>(g * nb + b) * out_block;
         std::memset(out, 0, out_block);
-        for (int r = 0; r < 8 && 8 * g + r < w.n_rows; ++r)
-          pack_q4_k(w.row(8 * g + r) + static_cast<size_t>(b) * sizeof(BlockQ4_K), r, out);
+        for (int r = 0; r < 8 && 8 * g + r < w.n_rows; ++r) {
+          const uint8_t* src = w.row(8 * g + r) + static_cast<size_t>(b) * in_block;
+          if (q6)
+            pack_q6_k(src, r, out);
+          else
+            pack_q4_k(src, r, out);
+        }
       }
     return;
   }

@@ -1,5 +1,5 @@
-// Q8_0, Q4_0 and Q4_K weights repacked for the AVX2 kernels: rows in groups of 8, interleaved so
-// that each 32-bit lane of a vector holds one row. vpmaddubsw + vpmaddwd then leave each row's
+// Q8_0, Q4_0, Q4_K and Q6_K weights repacked for the AVX2 kernels: rows in groups of 8, interleaved
+// so that each 32-bit lane of a vector holds one row. vpmaddubsw + vpmaddwd then leave each row's
 // dot product in its own lane, so a group's 8 results need no horizontal sums, and each block's
 // 8 scales are one 16-byte load. The copy replaces the file's layout for the matmul (the model
 // gives the mapped pages back), it does not add to it: the same bytes per block (Q4_K: 1,184
@@ -17,6 +17,14 @@
 //   uint8  sc[8][8]            sc[j][r]: 6-bit scale of sub-block j (elements 32j..32j+31), row r
 //   uint8  mn[4][8][2]         mn[k][r][i]: 6-bit min of sub-block 2k+i, row r
 //   uint8  q[32][8][4]         step 4j+k as Q4_0's step k within sub-block j
+//
+// Q6_K (levels 0..63), super-block b at (g * n_cols/256 + b) * 1680 (the file's size):
+//   uint16 d[8]                f16 scale of each row
+//   int8   sc[8][8][2]         sc[m][r][i]: scale of 16-element sub-block 2m+i, row r
+//   then 16 pairs of steps P (elements 16P .. 16P+15, sub-block P), 96 bytes each:
+//     uint8 h[8][4]            h[r][e]: high 2 bits of elements 16P+e, +4+e, +8+e, +12+e
+//                              at bits 0-1, 2-3, 4-5, 6-7
+//     uint8 l[2][8][4]         l[s][r][e]: low 4 bits of element 16P+8s+e | of +4 << 4
 // A last group with fewer than 8 rows is padded with zero rows.
 #pragma once
 
@@ -28,10 +36,10 @@
 
 namespace hearth::ops {
 
-// Types with a packed layout (Q8_0, Q4_0, Q4_K).
+// Types with a packed layout (Q8_0, Q4_0, Q4_K, Q6_K).
 bool packable(TensorType t);
 
-// Columns of one packed block: 32, or 256 for Q4_K.
+// Columns of one packed block: 32, or 256 for the K-quants.
 int64_t packed_block_cols(TensorType t);
 
 // Bytes of one block of a group of 8 rows.

@@ -1090,6 +1090,70 @@ struct PQ4K {
   }
 };
 
+// Q6_K, one super-block of 8 rows, in 16 pairs of 4-element steps (a pair = one 16-element
+// sub-block). Levels 0..63 are rebuilt per step from the low nibbles and the 2-bit planes (shared
+// by the tile's tokens), go straight into vpmaddubsw (lo + hi of one step: 4 · 63 · 128 < 2^15),
+// and each step's int16 pair sums meet the row's scale in a vpmaddwd. The −32 offset is
+// 32 · Σ_k sc_k · bsum_k, 8 vpmaddwd of row scale pairs against broadcast 16-sum pairs. Per row:
+//   acc = fma(float(Σ_k sc_k · I_k − 32 · Σ_k sc_k · bsum_k), d · da, acc)
+struct PQ6K {
+  static constexpr size_t kBlock = 8 * 2 + 8 * 16 + 16 * 96;
+  static constexpr int64_t kCols = 256;
+  static constexpr int kTP = 4;
+  template <int T>
+  static MM_INLINE void block_acc(const uint8_t* p, const TileActs<T>& xa, int64_t b, __m256* acc) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
+    const __m256i dup_lo = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13, 0,
+                                            1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);
+    const __m256i dup_hi = _mm256_add_epi8(dup_lo, _mm256_set1_epi8(2));
+    __m256i is[T], bs[T];
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j) is[j] = bs[j] = _mm256_setzero_si256();
+    __m256i scp = _mm256_setzero_si256();
+    for (int P = 0; P < 16; ++P) {
+      if (P % 2 == 0) {
+        scp = _mm256_cvtepi8_epi16(loadu128(p + 16 + 8 * P));
+#pragma GCC unroll 8
+        for (int j = 0; j < T; ++j) {
+          const uint8_t* s = reinterpret_cast<const uint8_t*>(xa.s[j] + 16 * b + P);
+          bs[j] = _mm256_add_epi32(
+              bs[j], _mm256_madd_epi16(scp, _mm256_set1_epi32(static_cast<int>(ld32(s)))));
+        }
+      }
+      const __m256i sc = _mm256_shuffle_epi8(scp, P % 2 == 0 ? dup_lo : dup_hi);
+      const uint8_t* q = p + 144 + 96 * P;
+      const __m256i h = loadu256(q), l0 = loadu256(q + 32), l1 = loadu256(q + 64);
+      const __m256i w[4] = {
+          _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(h, 4), m30)),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                          _mm256_and_si256(_mm256_slli_epi16(h, 2), m30)),
+          _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(h, m30)),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                          _mm256_and_si256(_mm256_srli_epi16(h, 2), m30))};
+#pragma GCC unroll 8
+      for (int j = 0; j < T; ++j) {
+        const uint8_t* a = reinterpret_cast<const uint8_t*>(xa.q[j]) + 256 * b + 16 * P;
+#pragma GCC unroll 2
+        for (int st = 0; st < 2; ++st) {
+          const __m256i s16 = _mm256_add_epi16(
+              _mm256_maddubs_epi16(w[2 * st],
+                                   _mm256_set1_epi32(static_cast<int>(ld32(a + 8 * st)))),
+              _mm256_maddubs_epi16(w[2 * st + 1],
+                                   _mm256_set1_epi32(static_cast<int>(ld32(a + 8 * st + 4)))));
+          is[j] = _mm256_add_epi32(is[j], _mm256_madd_epi16(s16, sc));
+        }
+      }
+    }
+    const __m256 d = _mm256_cvtph_ps(loadu128(p));
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j) {
+      const __m256i i32 = _mm256_sub_epi32(is[j], _mm256_slli_epi32(bs[j], 5));
+      acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i32),
+                               _mm256_mul_ps(d, _mm256_broadcast_ss(xa.d[j] + b)), acc[j]);
+    }
+  }
+};
+
 template <class P, int T>
 __attribute__((noinline)) void packed_tile(const Ctx& c, int64_t g, int64_t t0, int64_t r0,
                                            int64_t r1) {
@@ -1190,7 +1254,10 @@ bool rows_avx2(const MatrixView& w, const Acts& x, float* y, int64_t y_stride, i
       drive<KQ45K<true>>(c, r0, r1);
       return true;
     case TensorType::Q6_K:
-      drive<KQ6K>(c, r0, r1);
+      if (w.packed)
+        drive_packed<PQ6K>(c, r0, r1);
+      else
+        drive<KQ6K>(c, r0, r1);
       return true;
     default:
       return false;
