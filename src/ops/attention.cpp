@@ -3,6 +3,8 @@
 // is in avx2/attention_avx2.cpp; both follow the reduction order in attention_kernels.h.
 #include "ops/attention.h"
 
+#include <span>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -178,17 +180,18 @@ void attention_task_scalar(const AttnTask& t) {
 
 }  // namespace detail
 
-void attention(const AttentionArgs& a, const KvSeqView& kv, ThreadPool& pool) {
+namespace {
+
+// One sequence's tasks, (KV head) x (chunk of query rows), appended KV head by KV head, so that
+// consecutive tasks on a core reread the same head's K/V from its cache; within a head, later
+// query rows (more positions) go first.
+void append_tasks(const AttentionArgs& a, const KvSeqView& kv, std::vector<detail::AttnTask>& out) {
   validate(a, kv);
   if (a.n_q == 0) return;
   const KvLayout& L = kv.layout;
   const int64_t hd = L.head_dim, group = a.n_head / L.n_kv_head;
   const int64_t R = detail::kAttnQueryRows;
   const int64_t n_chunks = (a.n_q + R - 1) / R;
-  bool simd = false;
-#if defined(__x86_64__)
-  simd = simd_level() == SimdLevel::Avx2 && hd % 8 == 0;
-#endif
   detail::AttnTask base;
   base.kv = &kv;
   base.head_bytes = L.head_bytes();
@@ -198,9 +201,7 @@ void attention(const AttentionArgs& a, const KvSeqView& kv, ThreadPool& pool) {
   base.group = group;
   base.row_stride = a.n_head * hd;
   base.scale = a.scale;
-  // Tasks go KV head by KV head, so that consecutive tasks on a core reread the same head's
-  // K/V from its cache; within a head, later query rows (more positions) go first.
-  pool.parallel_for(n_chunks * L.n_kv_head, [&](int64_t task, int) {
+  for (int64_t task = 0; task < n_chunks * L.n_kv_head; ++task) {
     const int64_t chunk = n_chunks - 1 - task % n_chunks;
     detail::AttnTask t = base;
     t.kv_head = task / n_chunks;
@@ -209,7 +210,39 @@ void attention(const AttentionArgs& a, const KvSeqView& kv, ThreadPool& pool) {
     const int64_t off = chunk * R * t.row_stride + t.kv_head * group * hd;
     t.q = a.q + off;
     t.out = a.out + off;
-    if (simd) {
+    out.push_back(t);
+  }
+}
+
+}  // namespace
+
+void attention(const AttentionArgs& a, const KvSeqView& kv, ThreadPool& pool) {
+  attention_batch({&a, 1}, {&kv, 1}, pool);
+}
+
+void attention_batch(std::span<const AttentionArgs> a, std::span<const KvSeqView> kv,
+                     ThreadPool& pool) {
+  if (a.size() != kv.size())
+    fail("attention_batch: {} queries for {} K/V views", a.size(), kv.size());
+  // Reused task list (no allocation per layer once warm). The largest sequences' tasks go first
+  // so that the small ones fill in at the end.
+  thread_local std::vector<detail::AttnTask> tasks;
+  thread_local std::vector<size_t> order;
+  tasks.clear();
+  order.resize(a.size());
+  for (size_t i = 0; i < a.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    return a[x].n_q * kv[x].n_tokens > a[y].n_q * kv[y].n_tokens;
+  });
+  for (size_t i : order) append_tasks(a[i], kv[i], tasks);
+  bool simd = false;
+#if defined(__x86_64__)
+  simd = simd_level() == SimdLevel::Avx2;
+#endif
+  const std::vector<detail::AttnTask>& list = tasks;  // the workers see their own thread_locals
+  pool.parallel_for(static_cast<int64_t>(list.size()), [&](int64_t i, int) {
+    const detail::AttnTask& t = list[static_cast<size_t>(i)];
+    if (simd && t.head_dim % 8 == 0) {
       detail::avx2::attention_task(t);
     } else {
       detail::attention_task_scalar(t);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "ops/thread_pool.h"
 #include "quant/types.h"
@@ -80,6 +81,11 @@ struct AttentionArgs {
 // Work is split into (KV head) x (chunk of query rows) tasks over the pool; a decode step (one
 // query row) therefore uses at most n_kv_head threads.
 void attention(const AttentionArgs& a, const KvSeqView& kv, ThreadPool& pool);
+
+// attention() for several sequences (a[i] over kv[i]) as one parallel region: a step of many
+// sequences pays one hand-off per layer, not one per sequence. Same results as attention().
+void attention_batch(std::span<const AttentionArgs> a, std::span<const KvSeqView> kv,
+                     ThreadPool& pool);
 
 // Plain reference (the oracle): dequantize each K/V row with quant/dequantize.h, dot products,
 // full softmax and the weighted sum of V all in double, rounded to f32 at the end.

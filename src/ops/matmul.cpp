@@ -4,6 +4,7 @@
 #include "ops/matmul.h"
 
 #include <algorithm>
+#include <array>
 
 #include "ops/cpu_features.h"
 #include "ops/matmul_kernels.h"
@@ -112,28 +113,55 @@ void rows_dispatch(bool simd, const MatrixView& w, const mm::Acts& x, float* y, 
   mm::rows_scalar(w, x, y, w.n_rows, r0, r1);
 }
 
-void run(const MatrixView& w, const mm::Acts& x, float* y, ThreadPool& pool) {
-  check(w, x);
-  if (w.n_rows == 0 || x.n_tok == 0) return;
-  const bool simd = simd_level() == SimdLevel::Avx2 && mm::avx2_has_kernel(w.type);
-  const int n_threads = pool.size();
-  // Row chunks: a few per thread for dynamic balance, a multiple of 16 rows (whole tiles and
-  // whole cache lines of y), and not so small that scheduling costs more than the work.
+// Row chunks of one product: a few per thread for dynamic balance, a multiple of 16 rows (whole
+// tiles and whole cache lines of y), and not so small that scheduling costs more than the work.
+int64_t row_chunk(const MatrixView& w, const mm::Acts& x, int n_threads) {
   constexpr int64_t kAlign = 16;
   const int64_t work_per_row = std::max<int64_t>(1, x.n_tok * w.n_cols);
   const int64_t min_rows = std::max<int64_t>(kAlign, (int64_t{1} << 17) / work_per_row);
   int64_t chunk = (w.n_rows + 4 * n_threads - 1) / (4 * n_threads);
   chunk = std::max(chunk, min_rows);
-  chunk = (chunk + kAlign - 1) / kAlign * kAlign;
-  const int64_t n_tasks = (w.n_rows + chunk - 1) / chunk;
-  if (n_threads == 1 || n_tasks == 1) {
-    rows_dispatch(simd, w, x, y, 0, w.n_rows);
+  return (chunk + kAlign - 1) / kAlign * kAlign;
+}
+
+// Several products over the same activations in one parallel region: their row chunks are one
+// task list, so a step pays one hand-off and one tail instead of one per matrix.
+void run_group(std::span<const MatmulOut> outs, const mm::Acts& x, ThreadPool& pool) {
+  struct Job {
+    const MatrixView* w;
+    float* y;
+    bool simd;
+    int64_t chunk, first_task;
+  };
+  std::array<Job, 8> jobs;
+  if (outs.size() > jobs.size()) fail("matmul_group: at most {} products", jobs.size());
+  size_t n_jobs = 0;
+  int64_t n_tasks = 0;
+  for (const MatmulOut& o : outs) {
+    check(*o.w, x);
+    if (o.w->n_rows == 0 || x.n_tok == 0) continue;
+    const bool simd = simd_level() == SimdLevel::Avx2 && mm::avx2_has_kernel(o.w->type);
+    const int64_t chunk = row_chunk(*o.w, x, pool.size());
+    jobs[n_jobs++] = {o.w, o.y, simd, chunk, n_tasks};
+    n_tasks += (o.w->n_rows + chunk - 1) / chunk;
+  }
+  auto run_task = [&](int64_t task, int) {
+    size_t j = 0;
+    while (j + 1 < n_jobs && jobs[j + 1].first_task <= task) ++j;
+    const Job& jb = jobs[j];
+    const int64_t r0 = (task - jb.first_task) * jb.chunk;
+    rows_dispatch(jb.simd, *jb.w, x, jb.y, r0, std::min(jb.w->n_rows, r0 + jb.chunk));
+  };
+  if (pool.size() == 1 || n_tasks == 1) {
+    for (int64_t t = 0; t < n_tasks; ++t) run_task(t, 0);
     return;
   }
-  pool.parallel_for(n_tasks, [&](int64_t task, int) {
-    const int64_t r0 = task * chunk;
-    rows_dispatch(simd, w, x, y, r0, std::min(w.n_rows, r0 + chunk));
-  });
+  pool.parallel_for(n_tasks, run_task);
+}
+
+void run(const MatrixView& w, const mm::Acts& x, float* y, ThreadPool& pool) {
+  const MatmulOut o{&w, y};
+  run_group({&o, 1}, x, pool);
 }
 
 }  // namespace
@@ -213,6 +241,11 @@ const float* activation_f32(const QuantizedActivations& x, int64_t t) {
 
 void matmul(const MatrixView& w, const QuantizedActivations& x, float* y, ThreadPool& pool) {
   run(w, view(x), y, pool);
+}
+
+void matmul_group(std::span<const MatmulOut> outs, const QuantizedActivations& x,
+                  ThreadPool& pool) {
+  run_group(outs, view(x), pool);
 }
 
 void matmul(const MatrixView& w, const float* x, int64_t n_tok, float* y, ThreadPool& pool) {

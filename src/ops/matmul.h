@@ -32,6 +32,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "ops/matrix.h"
@@ -85,6 +86,14 @@ const float* activation_f32(const QuantizedActivations& x, int64_t t);
 // y (n_tok rows of w.n_rows floats) = x (n_tok rows of w.n_cols) · Wᵀ.
 void matmul(const MatrixView& w, const QuantizedActivations& x, float* y, ThreadPool& pool);
 void matmul(const MatrixView& w, const float* x, int64_t n_tok, float* y, ThreadPool& pool);
+
+// Several products over the same activations (at most 8, each x's type and width) as one
+// parallel region; y of each as matmul's. Each row's result is the same as matmul's.
+struct MatmulOut {
+  const MatrixView* w = nullptr;
+  float* y = nullptr;
+};
+void matmul_group(std::span<const MatmulOut> outs, const QuantizedActivations& x, ThreadPool& pool);
 
 // Rows [r0, r1) of the product on the calling thread (y still has n_tok rows of w.n_rows).
 void matmul_rows(const MatrixView& w, const QuantizedActivations& x, float* y, int64_t r0,

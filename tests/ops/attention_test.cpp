@@ -21,6 +21,7 @@
 #include "ops/cpu_features.h"
 #include "ops/thread_pool.h"
 #include "quant/dequantize.h"
+#include "util/error.h"
 
 namespace hearth::ops {
 namespace {
@@ -353,6 +354,46 @@ TEST(Attention, BatchInvariance) {
       }
     }
   }
+}
+
+// Several sequences in one attention_batch call give what each gives alone, bit for bit: a
+// prefill chunk, decode rows and an empty query among them, over different caches.
+TEST(Attention, BatchOfSequencesMatchesEachAlone) {
+  const int64_t hd = 64, n_kv = 2, n_head = 4;
+  const float scale = 0.1f;
+  ThreadPool pool1(1), pool2(2);
+  LevelGuard guard;
+  struct Seq {
+    int64_t pos0, n_q;
+  };
+  const Seq seqs[] = {{0, 40}, {90, 1}, {5, 0}, {200, 1}, {33, 9}};
+  for (TensorType t : kKvTypes)
+    for (SimdLevel l : levels()) {
+      set_simd_level(l);
+      SCOPED_TRACE(std::string(type_name(t)) + " " + simd_level_name(l));
+      std::vector<Cache> caches;
+      std::vector<std::vector<float>> qs, alone, batched;
+      std::vector<AttentionArgs> args;
+      std::vector<KvSeqView> views;
+      for (size_t i = 0; i < std::size(seqs); ++i) {
+        const Seq& s = seqs[i];
+        caches.emplace_back(t, n_kv, hd, 16, s.pos0 + s.n_q, 300 + 10 * i);
+        qs.push_back(random_vec(static_cast<size_t>(s.n_q * n_head * hd), 400 + i));
+        alone.push_back(run_fused(caches.back(), qs.back(), n_head, s.n_q, s.pos0, scale, pool2));
+        batched.emplace_back(alone.back().size(), -3.0f);
+      }
+      for (size_t i = 0; i < std::size(seqs); ++i) {
+        args.push_back({qs[i].data(), seqs[i].n_q, n_head, seqs[i].pos0, scale, batched[i].data()});
+        views.push_back(caches[i].view);
+      }
+      for (ThreadPool* p : {&pool1, &pool2}) {
+        attention_batch(args, views, *p);
+        for (size_t i = 0; i < std::size(seqs); ++i)
+          ASSERT_EQ(std::memcmp(alone[i].data(), batched[i].data(), alone[i].size() * 4), 0)
+              << "sequence " << i << " threads " << p->size();
+      }
+      EXPECT_THROW(attention_batch(args, std::span(views).first(2), pool2), hearth::Error);
+    }
 }
 
 TEST(Attention, ScalarAndAvx2Agree) {

@@ -97,7 +97,7 @@ struct Weights {
   }
 };
 
-// The view's rows also packed for the AVX2 kernels (Q8_0, Q4_0), the copy kept in `buf`.
+// The view's rows also packed for the AVX2 kernels (packable types), the copy kept in `buf`.
 MatrixView packed(MatrixView m, std::vector<uint8_t>& buf) {
   buf.resize(packed_bytes(m.type, m.n_rows, m.n_cols));
   pack_rows(m, buf.data());
@@ -647,6 +647,60 @@ TEST(Matmul, RejectsBadInput) {
   MatrixView bad = w.view(4);
   bad.type = T::Q2_K;
   EXPECT_THROW(matmul(bad, x.data(), 1, y.data(), pool), Error);
+}
+
+// matmul_group runs several products over the same activations in one parallel region: each
+// output is bit-identical to its own matmul, across types, layouts, empty matrices and threads.
+TEST(Matmul, GroupMatchesSeparateProducts) {
+  ThreadPool pool1(1), pool2(2);
+  const int64_t cols = 512, n_tok = 5;
+  const auto x = random_floats(static_cast<size_t>(n_tok * cols), 41);
+  for (T act : {T::Q8_0, T::Q8_K}) {
+    const std::vector<T> types = act == T::Q8_0 ? std::vector<T>{T::Q8_0, T::Q4_0, T::Q5_1}
+                                                : std::vector<T>{T::Q4_K, T::Q6_K, T::Q5_K};
+    const std::vector<int64_t> rows = {100, 0, 37};
+    std::vector<Weights> ws;
+    std::vector<std::vector<uint8_t>> bufs(types.size());
+    std::vector<MatrixView> ms;
+    for (size_t i = 0; i < types.size(); ++i)
+      ws.push_back(quantized_weights(types[i], std::max<int64_t>(rows[i], 1), cols, 50 + i));
+    for (size_t i = 0; i < types.size(); ++i) {
+      const MatrixView v = ws[i].view(rows[i]);
+      ms.push_back(packable(types[i]) && rows[i] > 0 ? packed(v, bufs[i]) : v);
+    }
+    QuantizedActivations a;
+    quantize_activations(act, x.data(), n_tok, cols, a);
+    for (ThreadPool* p : {&pool1, &pool2}) {
+      std::vector<std::vector<float>> sep, grp;
+      std::vector<MatmulOut> outs;
+      for (size_t i = 0; i < ms.size(); ++i) {
+        sep.emplace_back(static_cast<size_t>(rows[i] * n_tok) + 1, -1.0f);
+        grp.emplace_back(static_cast<size_t>(rows[i] * n_tok) + 1, -2.0f);
+      }
+      for (size_t i = 0; i < ms.size(); ++i) {
+        matmul(ms[i], a, sep[i].data(), *p);
+        outs.push_back({&ms[i], grp[i].data()});
+      }
+      matmul_group(outs, a, *p);
+      for (size_t i = 0; i < ms.size(); ++i) {
+        const size_t n = static_cast<size_t>(rows[i] * n_tok);
+        EXPECT_EQ(std::memcmp(sep[i].data(), grp[i].data(), n * 4), 0)
+            << type_name(types[i]) << " threads=" << p->size();
+        EXPECT_EQ(grp[i][n], -2.0f) << "wrote past the output";
+      }
+    }
+  }
+  // Mismatched activations and too many products are clear errors.
+  const Weights w = quantized_weights(T::Q4_K, 4, cols, 3);
+  const MatrixView m = w.view(4);
+  QuantizedActivations a;
+  quantize_activations(T::Q8_0, x.data(), 1, cols, a);
+  std::vector<float> y(4);
+  const MatmulOut one[] = {{&m, y.data()}};
+  EXPECT_THROW(matmul_group(one, a, pool2), Error);
+  quantize_activations(T::Q8_K, x.data(), 1, cols, a);
+  const std::vector<MatmulOut> nine(9, MatmulOut{&m, y.data()});
+  EXPECT_THROW(matmul_group(nine, a, pool2), Error);
 }
 
 TEST(Matmul, EmptyShapes) {
