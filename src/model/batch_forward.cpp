@@ -75,11 +75,11 @@ std::vector<float> BatchForward::forward(std::span<const SeqBatch> batch, const 
     // Q, K and V read the same input: quantize it once when their types agree.
     const TensorType at = ops::activation_type(L.wq.type);
     ops::quantize_activations(at, h.data(), T, E, qx_);
-    ops::matmul(L.wq, qx_, q.data(), pool_);
     if (ops::activation_type(L.wk.type) == at && ops::activation_type(L.wv.type) == at) {
-      ops::matmul(L.wk, qx_, k.data(), pool_);
-      ops::matmul(L.wv, qx_, v.data(), pool_);
+      const ops::MatmulOut qkv[] = {{&L.wq, q.data()}, {&L.wk, k.data()}, {&L.wv, v.data()}};
+      ops::matmul_group(qkv, qx_, pool_);
     } else {
+      ops::matmul(L.wq, qx_, q.data(), pool_);
       matmul(L.wk, h.data(), T, k.data());
       matmul(L.wv, h.data(), T, v.data());
     }
@@ -94,7 +94,16 @@ std::vector<float> BatchForward::forward(std::span<const SeqBatch> batch, const 
       ops::rmsnorm(q.data(), L.q_norm.data(), q.data(), T * hp.n_head, hd, hp.rms_eps);
       ops::rmsnorm(k.data(), L.k_norm.data(), k.data(), T * hp.n_head_kv, hd, hp.rms_eps);
     }
+    // Every sequence's block pointers first (one flat list), then one attention call for all.
+    size_t n_ptrs = 0;
+    for (const SeqBatch& s : batch)
+      n_ptrs += static_cast<size_t>((s.pos0 + static_cast<int64_t>(s.tokens.size()) + bt - 1) / bt);
+    k_ptrs_.resize(n_ptrs);
+    v_ptrs_.resize(n_ptrs);
+    views_.clear();
+    args_.clear();
     int64_t row = 0;
+    size_t ptr0 = 0;
     for (const SeqBatch& s : batch) {
       const int64_t n = static_cast<int64_t>(s.tokens.size());
       for (int64_t t = 0; t < n; ++t) {
@@ -109,27 +118,27 @@ std::vector<float> BatchForward::forward(std::span<const SeqBatch> batch, const 
         ops::kv_store_token(kv.layout, &v[(row + t) * KV], kv.v(block, l), pos % bt);
       }
       const size_t nb = static_cast<size_t>((s.pos0 + n + bt - 1) / bt);
-      k_ptrs_.resize(nb);
-      v_ptrs_.resize(nb);
       for (size_t i = 0; i < nb; ++i) {
-        k_ptrs_[i] = kv.k(s.blocks[i], l);
-        v_ptrs_[i] = kv.v(s.blocks[i], l);
+        k_ptrs_[ptr0 + i] = kv.k(s.blocks[i], l);
+        v_ptrs_[ptr0 + i] = kv.v(s.blocks[i], l);
       }
-      const ops::KvSeqView view{kv.layout, k_ptrs_.data(), v_ptrs_.data(), s.pos0 + n};
-      const ops::AttentionArgs args{&q[row * Q], n, hp.n_head, s.pos0, scale, &att[row * Q]};
-      ops::attention(args, view, pool_);
+      views_.push_back({kv.layout, k_ptrs_.data() + ptr0, v_ptrs_.data() + ptr0, s.pos0 + n});
+      args_.push_back({&q[row * Q], n, hp.n_head, s.pos0, scale, &att[row * Q]});
+      ptr0 += nb;
       row += n;
     }
+    ops::attention_batch(args_, views_, pool_);
     matmul(L.wo, att.data(), T, o.data());
     ops::add_inplace(x.data(), o.data(), T * E);
 
     ops::rmsnorm(x.data(), L.ffn_norm.data(), h.data(), T, E, hp.rms_eps);
     const TensorType ft = ops::activation_type(L.w_gate.type);
     ops::quantize_activations(ft, h.data(), T, E, qx_);
-    ops::matmul(L.w_gate, qx_, g.data(), pool_);
     if (ops::activation_type(L.w_up.type) == ft) {
-      ops::matmul(L.w_up, qx_, u.data(), pool_);
+      const ops::MatmulOut gate_up[] = {{&L.w_gate, g.data()}, {&L.w_up, u.data()}};
+      ops::matmul_group(gate_up, qx_, pool_);
     } else {
+      ops::matmul(L.w_gate, qx_, g.data(), pool_);
       matmul(L.w_up, h.data(), T, u.data());
     }
     ops::silu_mul(g.data(), u.data(), T * F);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "model/kv_arena.h"
+#include "ops/attention.h"
 #include "model/weights.h"
 #include "ops/matmul.h"
 #include "ops/reference.h"
@@ -47,7 +48,9 @@ class BatchForward {
   ref::RopeConfig rope_;
   std::vector<float> rope_cache_;
   ops::QuantizedActivations qx_;
-  std::vector<const uint8_t*> k_ptrs_, v_ptrs_;
+  std::vector<const uint8_t*> k_ptrs_, v_ptrs_;  // every sequence's block pointers, back to back
+  std::vector<ops::KvSeqView> views_;
+  std::vector<ops::AttentionArgs> args_;
 };
 
 }  // namespace hearth
