@@ -12,6 +12,7 @@
 
 #include "ops/attention_kernels.h"
 #include "ops/cpu_features.h"
+#include "ops/elementwise.h"
 #include "ops/reference.h"
 #include "quant/dequantize.h"
 #include "quant/quantize.h"
@@ -28,10 +29,24 @@ size_t KvLayout::head_bytes() const {
   return row_bytes(type, head_dim);
 }
 
+namespace {
+
+// One row of n elements in the KV type: F16 through the SIMD conversion (bit-identical to the
+// reference quantizer's), the block types through the reference quantizer.
+void encode_row(TensorType type, const float* src, uint8_t* dst, int64_t n) {
+  if (type == TensorType::F16) {
+    to_f16(src, reinterpret_cast<uint16_t*>(dst), n);
+    return;
+  }
+  quantize_row(type, src, dst, n);
+}
+
+}  // namespace
+
 void kv_encode_token(const KvLayout& layout, const float* src, uint8_t* dst) {
   // Heads are back to back and head_dim is a multiple of the block size, so one row of
-  // n_kv_head * head_dim elements encodes every head with the reference quantizer.
-  quantize_row(layout.type, src, dst, layout.n_kv_head * layout.head_dim);
+  // n_kv_head * head_dim elements encodes every head.
+  encode_row(layout.type, src, dst, layout.n_kv_head * layout.head_dim);
 }
 
 void kv_store_token(const KvLayout& layout, const float* src, uint8_t* block, int64_t slot) {
@@ -40,8 +55,8 @@ void kv_store_token(const KvLayout& layout, const float* src, uint8_t* block, in
     return;
   }
   for (int64_t h = 0; h < layout.n_kv_head; ++h)
-    quantize_row(layout.type, src + h * layout.head_dim, block + kv_row_offset(layout, slot, h),
-                 layout.head_dim);
+    encode_row(layout.type, src + h * layout.head_dim, block + kv_row_offset(layout, slot, h),
+               layout.head_dim);
 }
 
 namespace {

@@ -7,6 +7,7 @@
 #include "ops/cpu_features.h"
 #include "ops/elementwise_kernels.h"
 #include "ops/reference.h"
+#include "quant/half.h"
 
 namespace hearth::ops {
 namespace {
@@ -51,6 +52,12 @@ void exp_inplace(float* x, int64_t n) {
   if (n <= 0) return;
   if (use_avx2()) return avx2::exp_inplace(x, n);
   for (int64_t i = 0; i < n; ++i) x[i] = std::exp(x[i]);
+}
+
+void to_f16(const float* src, uint16_t* dst, int64_t n) {
+  if (n <= 0) return;
+  if (use_avx2()) return avx2::to_f16(src, dst, n);
+  f32_to_f16_row(src, dst, n);
 }
 
 }  // namespace hearth::ops

@@ -26,6 +26,10 @@ void silu_mul(float* g, const float* u, int64_t n);
 void rope(float* heads, int64_t n_heads, int64_t head_dim, int64_t n_rot, const float* cos,
           const float* sin, bool neox);
 
+// dst = f16(src) over n elements, round to nearest even: bit-identical to quant/half.h's
+// f32_to_f16 (the SIMD path hands any vector holding a NaN to it, for the same payload).
+void to_f16(const float* src, uint16_t* dst, int64_t n);
+
 // x = e^x over n elements (the SIMD kernels' exp: <= 2 ulp; e^-inf = 0, e^+inf = inf).
 void exp_inplace(float* x, int64_t n);
 

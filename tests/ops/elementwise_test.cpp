@@ -19,6 +19,7 @@
 
 #include "ops/cpu_features.h"
 #include "ops/reference.h"
+#include "quant/half.h"
 
 namespace hearth::ops {
 namespace {
@@ -166,6 +167,45 @@ TEST(Elementwise, ExpWithinTwoUlp) {
     EXPECT_TRUE(std::isinf(special[5]));
     EXPECT_NEAR(special[6], std::exp(-100.0), 1e-44);  // subnormal, not flushed
     EXPECT_TRUE(std::isnan(special[7]));
+  });
+}
+
+// to_f16 equals quant/half.h's f32_to_f16 bit for bit: every f16 rounding boundary (exact
+// halfway cases, both parities), subnormals, overflow to inf, infinities, NaNs with payloads,
+// random values of every magnitude, at every length (tails).
+TEST(Elementwise, ToF16MatchesScalarConversionBitForBit) {
+  std::vector<float> x;
+  for (uint32_t h = 0; h < 0x7c00u; ++h) {  // every finite f16 magnitude and its neighbours
+    const float f = f16_to_f32(static_cast<uint16_t>(h));
+    const float next = f16_to_f32(static_cast<uint16_t>(h + 1));
+    const float mid = f + (next - f) / 2;  // the halfway point, exact in f32
+    for (float v : {f, mid, std::nextafter(mid, 0.0f), std::nextafter(mid, 1e30f)}) {
+      x.push_back(v);
+      x.push_back(-v);
+    }
+  }
+  std::mt19937 rng(5);
+  for (int i = 0; i < 100000; ++i) {
+    const uint32_t bits = rng();
+    float f;
+    std::memcpy(&f, &bits, 4);
+    x.push_back(f);  // any bit pattern: NaNs with payloads, f32 subnormals, huge values
+  }
+  for (float v : {65504.0f, 65519.99f, 65520.0f, 1e10f, std::numeric_limits<float>::infinity(),
+                  std::numeric_limits<float>::denorm_min(), 5.96e-8f, 2.98e-8f})
+    for (float s : {1.0f, -1.0f}) x.push_back(s * v);
+  std::vector<uint16_t> want(x.size());
+  for (size_t i = 0; i < x.size(); ++i) want[i] = f32_to_f16(x[i]);
+  for_each_level([&] {
+    for (int64_t n : kSizes) {
+      std::vector<uint16_t> got(static_cast<size_t>(n) + 1, 0xABCD);
+      to_f16(x.data() + 7, got.data(), n);
+      ASSERT_EQ(std::memcmp(got.data(), want.data() + 7, static_cast<size_t>(n) * 2), 0) << n;
+      EXPECT_EQ(got[static_cast<size_t>(n)], 0xABCD);
+    }
+    std::vector<uint16_t> got(x.size());
+    to_f16(x.data(), got.data(), static_cast<int64_t>(x.size()));
+    for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(got[i], want[i]) << "x=" << x[i] << " i=" << i;
   });
 }
 

@@ -10,6 +10,7 @@
 
 #include "ops/elementwise_avx2_math.h"
 #include "ops/elementwise_kernels.h"
+#include "quant/half.h"
 
 namespace hearth::ops::avx2 {
 namespace {
@@ -104,6 +105,22 @@ void silu_mul(float* g, const float* u, int64_t n) {
     _mm256_store_ps(gb, silu_mul8(_mm256_load_ps(gb), _mm256_load_ps(ub)));
     std::memcpy(g + i, gb, rest * sizeof(float));
   }
+}
+
+// vcvtps2ph rounds to nearest even, overflows to inf and makes f16 subnormals as f32_to_f16
+// does; only NaN payloads may differ, so a vector holding a NaN goes the scalar way.
+void to_f16(const float* src, uint16_t* dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(src + i);
+    if (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)) != 0) {
+      f32_to_f16_row(src + i, dst + i, 8);
+      continue;
+    }
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
+                     _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+  if (i < n) f32_to_f16_row(src + i, dst + i, n - i);
 }
 
 void exp_inplace(float* x, int64_t n) {
