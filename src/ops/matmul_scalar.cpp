@@ -103,17 +103,7 @@ void decode_kquant(TensorType t, const uint8_t* row, int64_t nsb, RowLevels& L) 
       const auto blk = load_block<BlockQ6_K>(row + s * sizeof(BlockQ6_K));
       L.d[s] = f16_to_f32(blk.d);
       for (int k = 0; k < 16; ++k) L.sc[16 * s + k] = blk.scales[k];
-      for (int h = 0; h < 2; ++h) {
-        const uint8_t* ql = blk.ql + 64 * h;
-        const uint8_t* qh = blk.qh + 32 * h;
-        int8_t* o = q + 128 * h;
-        for (int l = 0; l < 32; ++l) {
-          o[l] = static_cast<int8_t>((ql[l] & 0xF) | ((qh[l] & 3) << 4));
-          o[l + 32] = static_cast<int8_t>((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4));
-          o[l + 64] = static_cast<int8_t>((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
-          o[l + 96] = static_cast<int8_t>((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
-        }
-      }
+      q6_k_levels(blk, reinterpret_cast<uint8_t*>(q));  // 0..63: the same bits as int8
       continue;
     }
     const bool q5 = t == TensorType::Q5_K;

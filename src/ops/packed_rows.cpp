@@ -87,17 +87,7 @@ void pack_q6_k(const uint8_t* src, int r, uint8_t* out) {
   for (int k = 0; k < 16; ++k)
     out[16 + 16 * (k / 2) + 2 * r + (k % 2)] = static_cast<uint8_t>(b.scales[k]);
   uint8_t q[256];
-  for (int h = 0; h < 2; ++h) {
-    const uint8_t* ql = b.ql + 64 * h;
-    const uint8_t* qh = b.qh + 32 * h;
-    uint8_t* o = q + 128 * h;
-    for (int l = 0; l < 32; ++l) {
-      o[l] = static_cast<uint8_t>((ql[l] & 0xF) | ((qh[l] & 3) << 4));
-      o[l + 32] = static_cast<uint8_t>((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4));
-      o[l + 64] = static_cast<uint8_t>((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
-      o[l + 96] = static_cast<uint8_t>((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
-    }
-  }
+  q6_k_levels(b, q);
   for (int P = 0; P < 16; ++P) {
     const uint8_t* e16 = q + 16 * P;
     uint8_t* pair = out + 144 + 96 * P;

@@ -116,4 +116,20 @@ inline void kquant_pack_scale_mins(const uint8_t* sc, const uint8_t* m, uint8_t*
   }
 }
 
+// Q6_K: the 256 levels 0..63 of a block in element order (value = d · scales[i/16] · (q − 32)):
+// ql holds low nibbles for elements l and l+64 of each half, qh the 2-bit tops of four.
+inline void q6_k_levels(const BlockQ6_K& b, uint8_t* q) {
+  for (int h = 0; h < 2; ++h) {
+    const uint8_t* ql = b.ql + 64 * h;
+    const uint8_t* qh = b.qh + 32 * h;
+    uint8_t* o = q + 128 * h;
+    for (int l = 0; l < 32; ++l) {
+      o[l] = static_cast<uint8_t>((ql[l] & 0xF) | ((qh[l] & 3) << 4));
+      o[l + 32] = static_cast<uint8_t>((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4));
+      o[l + 64] = static_cast<uint8_t>((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
+      o[l + 96] = static_cast<uint8_t>((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
+    }
+  }
+}
+
 }  // namespace hearth

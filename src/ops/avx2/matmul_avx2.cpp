@@ -991,6 +991,31 @@ struct PQ8 {
   }
 };
 
+// The int16 pair sums of 32 elements of 8 rows in the nibble layout (4 steps of 8 rows x 4
+// bytes at `steps`: low nibble element 8k + e, high nibble 8k + 4 + e, levels 0..15) against
+// activation bytes from offset `a_off` of each token: s16[j] (< 2^15: 8 · 2 · 15 · 128).
+template <int T>
+MM_INLINE void nibble_pair_sums(const uint8_t* steps, const TileActs<T>& xa, int64_t a_off,
+                                __m256i* s16) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+#pragma GCC unroll 8
+  for (int j = 0; j < T; ++j) s16[j] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; ++k) {
+    const __m256i v = loadu256(steps + 32 * k);
+    const __m256i lo = _mm256_and_si256(v, m4);
+    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j) {
+      const uint8_t* a = reinterpret_cast<const uint8_t*>(xa.q[j]) + a_off + 8 * k;
+      const __m256i alo = _mm256_set1_epi32(static_cast<int>(ld32(a)));
+      const __m256i ahi = _mm256_set1_epi32(static_cast<int>(ld32(a + 4)));
+      s16[j] = _mm256_add_epi16(
+          s16[j], _mm256_add_epi16(_mm256_maddubs_epi16(lo, alo), _mm256_maddubs_epi16(hi, ahi)));
+    }
+  }
+}
+
 struct PQ4 {
   static constexpr size_t kBlock = 16 + 128;
   static constexpr int64_t kCols = 32;
@@ -1003,24 +1028,8 @@ struct PQ4 {
   }
   template <int T>
   static MM_INLINE void block(const uint8_t* p, const TileActs<T>& xa, int64_t b, __m256i* is) {
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
     __m256i s16[T];
-#pragma GCC unroll 8
-    for (int j = 0; j < T; ++j) s16[j] = _mm256_setzero_si256();
-#pragma GCC unroll 4
-    for (int k = 0; k < 4; ++k) {
-      const __m256i v = loadu256(p + 16 + 32 * k);
-      const __m256i lo = _mm256_and_si256(v, m4);
-      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-#pragma GCC unroll 8
-      for (int j = 0; j < T; ++j) {
-        const uint8_t* a = reinterpret_cast<const uint8_t*>(xa.q[j]) + 32 * b + 8 * k;
-        const __m256i alo = _mm256_set1_epi32(static_cast<int>(ld32(a)));
-        const __m256i ahi = _mm256_set1_epi32(static_cast<int>(ld32(a + 4)));
-        s16[j] = _mm256_add_epi16(
-            s16[j], _mm256_add_epi16(_mm256_maddubs_epi16(lo, alo), _mm256_maddubs_epi16(hi, ahi)));
-      }
-    }
+    nibble_pair_sums<T>(p + 16, xa, 32 * b, s16);
 #pragma GCC unroll 8
     for (int j = 0; j < T; ++j)
       is[j] = _mm256_sub_epi32(_mm256_madd_epi16(s16[j], ones16()),
@@ -1041,28 +1050,12 @@ struct PQ4K {
   static constexpr int kTP = 5;
   template <int T>
   static MM_INLINE void block_acc(const uint8_t* p, const TileActs<T>& xa, int64_t b, __m256* acc) {
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
     __m256i is[T];
 #pragma GCC unroll 8
     for (int j = 0; j < T; ++j) is[j] = _mm256_setzero_si256();
     for (int sb = 0; sb < 8; ++sb) {
       __m256i s16[T];
-#pragma GCC unroll 8
-      for (int j = 0; j < T; ++j) s16[j] = _mm256_setzero_si256();
-#pragma GCC unroll 4
-      for (int k = 0; k < 4; ++k) {
-        const __m256i v = loadu256(p + 160 + 128 * sb + 32 * k);
-        const __m256i lo = _mm256_and_si256(v, m4);
-        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-#pragma GCC unroll 8
-        for (int j = 0; j < T; ++j) {
-          const uint8_t* a = reinterpret_cast<const uint8_t*>(xa.q[j]) + 256 * b + 32 * sb + 8 * k;
-          const __m256i alo = _mm256_set1_epi32(static_cast<int>(ld32(a)));
-          const __m256i ahi = _mm256_set1_epi32(static_cast<int>(ld32(a + 4)));
-          s16[j] = _mm256_add_epi16(s16[j], _mm256_add_epi16(_mm256_maddubs_epi16(lo, alo),
-                                                             _mm256_maddubs_epi16(hi, ahi)));
-        }
-      }
+      nibble_pair_sums<T>(p + 160 + 128 * sb, xa, 256 * b + 32 * sb, s16);
       const __m256i sc32 =
           _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 32 + 8 * sb)));
       const __m256i sc = _mm256_or_si256(sc32, _mm256_slli_epi32(sc32, 16));
