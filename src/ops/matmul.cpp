@@ -152,8 +152,9 @@ void run_group(std::span<const MatmulOut> outs, const mm::Acts& x, ThreadPool& p
     const int64_t r0 = (task - jb.first_task) * jb.chunk;
     rows_dispatch(jb.simd, *jb.w, x, jb.y, r0, std::min(jb.w->n_rows, r0 + jb.chunk));
   };
-  if (pool.size() == 1 || n_tasks == 1) {
-    for (int64_t t = 0; t < n_tasks; ++t) run_task(t, 0);
+  if (pool.size() == 1 || n_tasks == 1) {  // one call per product: whole token blocks
+    for (size_t j = 0; j < n_jobs; ++j)
+      rows_dispatch(jobs[j].simd, *jobs[j].w, x, jobs[j].y, 0, jobs[j].w->n_rows);
     return;
   }
   pool.parallel_for(n_tasks, run_task);
