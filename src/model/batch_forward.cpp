@@ -69,6 +69,13 @@ std::vector<float> BatchForward::forward(std::span<const SeqBatch> batch, const 
   const int64_t half = hp.n_rot / 2;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
 
+  // Block pointer slots of every sequence, back to back (the same count in every layer).
+  size_t n_ptrs = 0;
+  for (const SeqBatch& s : batch)
+    n_ptrs += static_cast<size_t>((s.pos0 + static_cast<int64_t>(s.tokens.size()) + bt - 1) / bt);
+  k_ptrs_.resize(n_ptrs);
+  v_ptrs_.resize(n_ptrs);
+
   for (int64_t l = 0; l < hp.n_layer; ++l) {
     const LayerWeights& L = w.layers[static_cast<size_t>(l)];
     ops::rmsnorm(x.data(), L.attn_norm.data(), h.data(), T, E, hp.rms_eps);
@@ -94,12 +101,7 @@ std::vector<float> BatchForward::forward(std::span<const SeqBatch> batch, const 
       ops::rmsnorm(q.data(), L.q_norm.data(), q.data(), T * hp.n_head, hd, hp.rms_eps);
       ops::rmsnorm(k.data(), L.k_norm.data(), k.data(), T * hp.n_head_kv, hd, hp.rms_eps);
     }
-    // Every sequence's block pointers first (one flat list), then one attention call for all.
-    size_t n_ptrs = 0;
-    for (const SeqBatch& s : batch)
-      n_ptrs += static_cast<size_t>((s.pos0 + static_cast<int64_t>(s.tokens.size()) + bt - 1) / bt);
-    k_ptrs_.resize(n_ptrs);
-    v_ptrs_.resize(n_ptrs);
+    // Every sequence's block pointers for this layer (one flat list), then one attention call.
     views_.clear();
     args_.clear();
     int64_t row = 0;

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "model/kv_arena.h"
-#include "ops/attention.h"
 #include "model/weights.h"
+#include "ops/attention.h"
 #include "ops/matmul.h"
 #include "ops/reference.h"
 #include "ops/thread_pool.h"

@@ -3,11 +3,10 @@
 // is in avx2/attention_avx2.cpp; both follow the reduction order in attention_kernels.h.
 #include "ops/attention.h"
 
-#include <span>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <span>
 #include <vector>
 
 #include "ops/attention_kernels.h"
@@ -135,17 +134,12 @@ void attention_task_scalar(const AttnTask& t) {
   const int64_t hd = t.head_dim, T = kAttnTile, M = t.n_rows * t.group;
   const auto uhd = static_cast<size_t>(hd), uT = static_cast<size_t>(T);
   const auto uM = static_cast<size_t>(M);
-  float* kt = thread_scratch(2 * uT * uhd + uM * (uT + uhd + 3));
+  float* kt = thread_scratch(2 * uT * uhd + uM * uT + SoftmaxState::floats(uM, uhd));
   float* vt = kt + uT * uhd;
   float* s = vt + uT * uhd;  // [M][T]
-  float* o = s + uM * uT;    // [M][hd]
-  float* mx = o + uM * uhd;
-  float* l = mx + uM;
-  float* alpha = l + uM;
+  const SoftmaxState st(s + uM * uT, uM, uhd);
+  float *o = st.o, *mx = st.mx, *l = st.l, *alpha = st.alpha;
   const float kNegInf = -std::numeric_limits<float>::infinity();
-  std::fill(o, o + uM * uhd, 0.0f);
-  std::fill(mx, mx + uM, kNegInf);
-  std::fill(l, l + uM, 0.0f);
 
   const int64_t p_last = t.pos_first + t.n_rows - 1;
   for (int64_t j0 = 0; j0 <= p_last; j0 += T) {

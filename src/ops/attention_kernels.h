@@ -13,8 +13,10 @@
 // queries or heads share the task, the task split, or the thread that runs it.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 #include "ops/attention.h"
 
@@ -52,6 +54,19 @@ inline const uint8_t* kv_row(const AttnTask& t, const uint8_t* const* blocks, in
                                  : static_cast<size_t>(slot) * t.token_bytes +
                                        static_cast<size_t>(t.kv_head) * t.head_bytes);
 }
+
+// The online-softmax state of a task's M query vectors, laid out at `p` in scratch memory:
+// o [M][hd] (unnormalised outputs), then mx, l and alpha [M]; floats(M, hd) of them. Made in
+// the state before the first tile: o = 0, mx = -inf, l = 0.
+struct SoftmaxState {
+  float *o, *mx, *l, *alpha;
+  static size_t floats(size_t M, size_t hd) { return M * (hd + 3); }
+  SoftmaxState(float* p, size_t M, size_t hd) : o(p), mx(p + M * hd), l(mx + M), alpha(l + M) {
+    std::fill(o, mx, 0.0f);
+    std::fill(mx, l, -std::numeric_limits<float>::infinity());
+    std::fill(l, alpha, 0.0f);
+  }
+};
 
 void attention_task_scalar(const AttnTask& t);
 

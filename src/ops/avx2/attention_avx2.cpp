@@ -470,13 +470,8 @@ inline void qk_tile(const float* qt, const float* kt, int64_t m0, int64_t m1, in
   });
 }
 
-// Online-softmax update of query vectors [m0, m1) with their T-wide score rows s + m*T (entries
-// at or beyond valid(m) are set to -inf here): leaves p_j in s, alpha in alpha[m], and updates
-// mx[m] and l[m]. Per vector: tile max m' = max(mx, max_j s_j), alpha = e^(mx - m') (0 while mx
-// is -inf), p_j = e^(s_j - m'), l = fma(l, alpha, hsum(((p0..7 + p8..15) + p16..23) + p24..31)),
-// hsum in hsum_ps's order. Eight vectors are done at once - their maxima, alphas, sums and l
-// updates as lanes of one vector - which changes no value, only how many run side by side.
-// One vector's update, the same operations one lane at a time (for a few vectors: decode).
+// One query vector's online-softmax update (softmax_rows below), one lane at a time: for a few
+// vectors (decode).
 inline float softmax_tile(float* s, int64_t valid, float& mx, float& l) {
   const float kNegInf = -std::numeric_limits<float>::infinity();
   for (int64_t j = valid; j < T; ++j) s[j] = kNegInf;
@@ -502,6 +497,12 @@ inline float softmax_tile(float* s, int64_t valid, float& mx, float& l) {
   return alpha;
 }
 
+// Online-softmax update of query vectors [m0, m1) with their T-wide score rows s + m*T (entries
+// at or beyond valid(m) are set to -inf here): leaves p_j in s, alpha in alpha[m], and updates
+// mx[m] and l[m]. Per vector: tile max m' = max(mx, max_j s_j), alpha = e^(mx - m') (0 while mx
+// is -inf), p_j = e^(s_j - m'), l = fma(l, alpha, hsum(((p0..7 + p8..15) + p16..23) + p24..31)),
+// hsum in hsum_ps's order. Eight vectors are done at once - their maxima, alphas, sums and l
+// updates as lanes of one vector - which changes no value, only how many run side by side.
 template <typename Valid>
 inline void softmax_rows(float* s, int64_t m0, int64_t m1, Valid&& valid, float* mx, float* l,
                          float* alpha) {
@@ -571,6 +572,17 @@ inline void softmax_rows(float* s, int64_t m0, int64_t m1, Valid&& valid, float*
   }
 }
 
+// out = o * (1/l) for each of the task's query vectors: the last step of the online softmax.
+inline void write_outputs(const AttnTask& t, const SoftmaxState& st) {
+  const int64_t hd = t.head_dim, M = t.n_rows * t.group;
+  for (int64_t m = 0; m < M; ++m) {
+    const __m256 inv = _mm256_set1_ps(1.0f / st.l[m]);
+    float* out = t.out + (m / t.group) * t.row_stride + (m % t.group) * hd;
+    for (int64_t i = 0; i < hd; i += 8)
+      _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_loadu_ps(st.o + m * hd + i), inv));
+  }
+}
+
 // The direct task (few query vectors: decode, small batches): kernels read the encoded rows in
 // place - each element is converted once per query block anyway.
 template <class Rows>
@@ -578,16 +590,10 @@ void run_direct(const AttnTask& t) {
   const int64_t hd = t.head_dim, G = t.group, M = t.n_rows * G;
   const auto uhd = static_cast<size_t>(hd), uT = static_cast<size_t>(T);
   const auto uM = static_cast<size_t>(M);
-  float* s = thread_scratch(uM * (uT + 2 * uhd + 3));  // [M][T] scores, then probabilities
-  float* o = s + uM * uT;                              // [M][hd] unnormalised outputs
-  float* qc = o + uM * uhd;                            // [M][hd] the queries, contiguous
-  float* mx = qc + uM * uhd;
-  float* l = mx + uM;
-  float* alpha = l + uM;
-  const float kNegInf = -std::numeric_limits<float>::infinity();
-  std::fill(o, o + uM * uhd, 0.0f);
-  std::fill(mx, mx + uM, kNegInf);
-  std::fill(l, l + uM, 0.0f);
+  float* s = thread_scratch(uM * (uT + uhd) + SoftmaxState::floats(uM, uhd));  // [M][T] scores
+  float* qc = s + uM * uT;  // [M][hd] the queries, contiguous
+  const SoftmaxState st(qc + uM * uhd, uM, uhd);
+  float *o = st.o, *mx = st.mx, *l = st.l, *alpha = st.alpha;
 
   // Per query vector: its q and o rows.
   const float* qp[kMaxMb];
@@ -601,9 +607,8 @@ void run_direct(const AttnTask& t) {
   }
   const uint8_t* krow[T];  // encoded rows of the current tile
   const uint8_t* vrow[T];
-  const uint8_t* kpf[T];  // and of the tile kPrefetchTiles ahead
+  const uint8_t* kpf[T];
   const uint8_t* vpf[T];
-
   const int64_t p_last = t.pos_first + t.n_rows - 1;
   const auto hb = static_cast<int64_t>(t.head_bytes);
   auto tile_len = [&](int64_t j0) { return std::clamp<int64_t>(p_last + 1 - j0, 0, T); };
@@ -638,12 +643,7 @@ void run_direct(const AttnTask& t) {
       pv_rows<Rows, decltype(mb)::value>(&op[m], alpha + m, s + m * T, vrow, jn, hd);
     });
   }
-  for (int64_t m = 0; m < M; ++m) {
-    const __m256 inv = _mm256_set1_ps(1.0f / l[m]);
-    float* out = t.out + (m / G) * t.row_stride + (m % G) * hd;
-    for (int64_t i = 0; i < hd; i += 8)
-      _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_loadu_ps(o + m * hd + i), inv));
-  }
+  write_outputs(t, st);
 }
 
 // Decodes keys [0, nk*8) of a tile (encoded rows k[], padded to a multiple of 8 with valid
@@ -692,18 +692,12 @@ void run_tiled(const AttnTask& t) {
   // One tile buffer (16 KiB at head_dim 128), the K tile during the scores, then the V rows;
   // the staging rows of K decoding (all types but F16) after it.
   const size_t tile_floats = uT * uhd + (kVInPlace ? 0 : 8 * uhd);
-  float* kt = thread_scratch(tile_floats + uM * (uT + 2 * uhd + 3));
+  float* kt = thread_scratch(tile_floats + uM * (uT + uhd) + SoftmaxState::floats(uM, uhd));
   float* stage = kt + uT * uhd;
   float* s = kt + tile_floats;  // [M][T] scores, then probabilities
-  float* o = s + uM * uT;       // [M][hd] unnormalised outputs
-  float* qt = o + uM * uhd;     // [M][hd] the queries, lane-major
-  float* mx = qt + uM * uhd;
-  float* l = mx + uM;
-  float* alpha = l + uM;
-  const float kNegInf = -std::numeric_limits<float>::infinity();
-  std::fill(o, o + uM * uhd, 0.0f);
-  std::fill(mx, mx + uM, kNegInf);
-  std::fill(l, l + uM, 0.0f);
+  float* qt = s + uM * uT;      // [M][hd] the queries, lane-major
+  const SoftmaxState st(qt + uM * uhd, uM, uhd);
+  float *o = st.o, *mx = st.mx, *l = st.l, *alpha = st.alpha;
   // Query rows of a chunk sit n_head*head_dim floats apart, often a multiple of 4 KiB: read in
   // place, a block's queries would share a few L1 sets. The (permuted) copy avoids that too.
   for (int64_t m = 0; m < M; ++m)
@@ -713,9 +707,8 @@ void run_tiled(const AttnTask& t) {
   const uint8_t* krow[T];  // encoded rows of the current tile
   const uint8_t* vsrc[T];
   const uint8_t* vrow[T];  // the V rows P*V reads
-  const uint8_t* kpf[T];   // encoded rows of the tile kPrefetchTiles ahead
+  const uint8_t* kpf[T];
   const uint8_t* vpf[T];
-
   const int64_t p_last = t.pos_first + t.n_rows - 1;
   const auto hb = static_cast<int64_t>(t.head_bytes);
   auto tile_len = [&](int64_t j0) { return std::clamp<int64_t>(p_last + 1 - j0, 0, T); };
@@ -766,12 +759,7 @@ void run_tiled(const AttnTask& t) {
       }
     });
   }
-  for (int64_t m = 0; m < M; ++m) {
-    const __m256 inv = _mm256_set1_ps(1.0f / l[m]);
-    float* out = t.out + (m / G) * t.row_stride + (m % G) * hd;
-    for (int64_t i = 0; i < hd; i += 8)
-      _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_loadu_ps(o + m * hd + i), inv));
-  }
+  write_outputs(t, st);
 }
 
 // The task for one KV type: direct for few query vectors, tile-decoded otherwise.

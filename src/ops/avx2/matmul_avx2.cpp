@@ -951,27 +951,27 @@ void quantize_rows_avx2(TensorType act_type, const float* x, int64_t n_tok, int6
 // vpmaddwd per 4-element step. Q4_0: levels 0..15 straight into vpmaddubsw; the 8 steps' int16
 // sums fit (8 · 2 · 15 · 127 < 2^15) and one vpmaddwd per block widens them, then
 // I_b = Σ q·a − 8·S_b with S_b the activation block's sum (exact).
-// acc[j] += float(I_b) · (dw_b · da_b) for the 8 rows of a Q8_0/Q4_0 block.
-template <int T>
-MM_INLINE void scale_into(const uint8_t* p, const TileActs<T>& xa, int64_t b, const __m256i* is,
-                          __m256* acc) {
-  const __m256 dw = _mm256_cvtph_ps(loadu128(p));
-#pragma GCC unroll 8
-  for (int j = 0; j < T; ++j)
-    acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[j]),
-                             _mm256_mul_ps(dw, _mm256_broadcast_ss(xa.d[j] + b)), acc[j]);
-}
-
-struct PQ8 {
-  static constexpr size_t kBlock = 16 + 256;
+//
+// The formats with one f16 scale per row and block (Q8_0, Q4_0): P::block gives the exact I_b
+// of the block's 8 rows, then acc[j] += float(I_b) · (dw_b · da_b).
+template <class P>
+struct OneScalePerBlock {
   static constexpr int64_t kCols = 32;
-  static constexpr int kTP = 6;  // 6 int + 6 float accumulators + w, |w|, a, ones
   template <int T>
   static MM_INLINE void block_acc(const uint8_t* p, const TileActs<T>& xa, int64_t b, __m256* acc) {
     __m256i is[T];
-    block<T>(p, xa, b, is);
-    scale_into<T>(p, xa, b, is, acc);
+    P::template block<T>(p, xa, b, is);
+    const __m256 dw = _mm256_cvtph_ps(loadu128(p));
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j)
+      acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[j]),
+                               _mm256_mul_ps(dw, _mm256_broadcast_ss(xa.d[j] + b)), acc[j]);
   }
+};
+
+struct PQ8 : OneScalePerBlock<PQ8> {
+  static constexpr size_t kBlock = 16 + 256;
+  static constexpr int kTP = 6;  // 6 int + 6 float accumulators + w, |w|, a, ones
   template <int T>
   static MM_INLINE void block(const uint8_t* p, const TileActs<T>& xa, int64_t b, __m256i* is) {
     const __m256i ones = ones16();
@@ -1016,16 +1016,9 @@ MM_INLINE void nibble_pair_sums(const uint8_t* steps, const TileActs<T>& xa, int
   }
 }
 
-struct PQ4 {
+struct PQ4 : OneScalePerBlock<PQ4> {
   static constexpr size_t kBlock = 16 + 128;
-  static constexpr int64_t kCols = 32;
   static constexpr int kTP = 6;
-  template <int T>
-  static MM_INLINE void block_acc(const uint8_t* p, const TileActs<T>& xa, int64_t b, __m256* acc) {
-    __m256i is[T];
-    block<T>(p, xa, b, is);
-    scale_into<T>(p, xa, b, is, acc);
-  }
   template <int T>
   static MM_INLINE void block(const uint8_t* p, const TileActs<T>& xa, int64_t b, __m256i* is) {
     __m256i s16[T];
