@@ -31,11 +31,10 @@ struct Outcome {
 // client is gone — the generation is cancelled and the pump returns).
 template <typename OnDelta>
 Outcome pump(EventChannel& ch, Engine& engine, int64_t engine_id, ActiveRequest& active,
-             Coalescer& co, bool per_token, const ClientWatch& watch, OnDelta&& on_delta) {
+             Coalescer& co, bool per_token, const ClientWatch& watch,
+             std::chrono::milliseconds watch_every, OnDelta&& on_delta) {
   Outcome out;
-  // Between writes (prefill, or a reply sent whole) the socket is looked at every 50 ms.
-  constexpr auto kWatchEvery = std::chrono::milliseconds(50);
-  auto next_watch = Clock::now() + kWatchEvery;
+  auto next_watch = Clock::now() + watch_every;
   std::vector<TokenRecord> records;
   auto send = [&](std::string text) {
     if (!on_delta(text, records)) {
@@ -49,7 +48,7 @@ Outcome pump(EventChannel& ch, Engine& engine, int64_t engine_id, ActiveRequest&
   };
   for (;;) {
     if (watch.watching() && Clock::now() >= next_watch) {
-      next_watch = Clock::now() + kWatchEvery;
+      next_watch = Clock::now() + watch_every;
       if (watch.gone()) {
         engine.cancel(engine_id);
         out.client_gone = true;
@@ -174,12 +173,13 @@ void Server::Impl::handle_generation(Api api, const httplib::Request& http_req,
     Coalescer co(opt.coalesce, false);
     std::string text;
     std::vector<TokenRecord> records;
-    Outcome o = pump(*channel, *engine, sub.id, *active, co, per_token, watch,
-                     [&](const std::string& t, const std::vector<TokenRecord>& r) {
-                       text += t;
-                       records.insert(records.end(), r.begin(), r.end());
-                       return true;
-                     });
+    Outcome o =
+        pump(*channel, *engine, sub.id, *active, co, per_token, watch, opt.client_watch_interval,
+             [&](const std::string& t, const std::vector<TokenRecord>& r) {
+               text += t;
+               records.insert(records.end(), r.begin(), r.end());
+               return true;
+             });
     unregister_active(number);
     metrics.record(o.stats, o.reason);
     if (o.client_gone) {  // nobody to answer; the connection is closed by httplib
@@ -263,6 +263,7 @@ void Server::Impl::handle_generation(Api api, const httplib::Request& http_req,
         const ClientWatch watch(remote_addr, remote_port, local_port);
         Outcome o =
             pump(*st->channel, *engine, engine_id, *st->active, co, per_token, watch,
+                 opt.client_watch_interval,
                  [&](const std::string& text, const std::vector<TokenRecord>& records) {
                    std::vector<TokenRecord> trimmed;
                    trimmed_top(records, top_n, trimmed);

@@ -34,6 +34,9 @@ struct ServerOptions {
   int io_timeout_s = 600;    // socket read/write timeout
   CoalesceOptions coalesce;  // streamed content batching
   int retry_after_s = 1;     // Retry-After on 503 busy/loading
+  // How often a client owed no bytes yet (prefill, a reply sent whole) is checked for having
+  // left; a check is one non-blocking peek on its socket.
+  std::chrono::milliseconds client_watch_interval{20};
 };
 
 struct ModelInfo {

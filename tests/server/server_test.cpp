@@ -76,6 +76,9 @@ class ServerTest : public ::testing::Test {
     backend_ = new Backend(test::shared_path("models/stories260K.gguf"), 8, 64);
     ServerOptions o;
     o.max_body_bytes = 64 * 1024;
+    // stories260K writes 480 tokens in a few tens of ms on a fast machine: a leaving client
+    // must be noticed well within that for the disconnect tests to see a cancellation.
+    o.client_watch_interval = std::chrono::milliseconds(1);
     server_ = new RunningServer(o);
     server_->server.set_backend(*backend_->tok, *backend_->engine, backend_->info);
   }
