@@ -1,5 +1,6 @@
 #include "model/batch_forward.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "ops/attention.h"
@@ -22,10 +23,23 @@ const float* BatchForward::rope_table(int64_t pos) {
   return rope_cache_.data() + static_cast<size_t>(pos) * 2 * half;
 }
 
-void BatchForward::matmul(const MatrixView& w, const float* x, int64_t n_tok, float* y) {
-  ops::quantize_activations(ops::activation_type(w.type), x, n_tok, w.n_cols, qx_);
-  ops::matmul(w, qx_, y, pool_);
+namespace {
+
+// Runs fn(t0, t1) over token ranges covering [0, T), on the pool when there are enough tokens to
+// pay for a parallel region. The per-token steps are row-wise, so the split never changes a
+// result.
+template <typename Fn>
+void over_tokens(ops::ThreadPool& pool, int64_t T, Fn&& fn) {
+  constexpr int64_t kPerTask = 8;
+  if (pool.size() == 1 || T < 2 * kPerTask) {
+    fn(int64_t{0}, T);
+    return;
+  }
+  pool.parallel_for((T + kPerTask - 1) / kPerTask,
+                    [&](int64_t i, int) { fn(i * kPerTask, std::min(T, (i + 1) * kPerTask)); });
 }
+
+}  // namespace
 
 std::vector<float> BatchForward::forward(std::span<const SeqBatch> batch, const KvArena& kv) {
   const HParams& hp = model_.hparams();
@@ -35,7 +49,7 @@ std::vector<float> BatchForward::forward(std::span<const SeqBatch> batch, const 
     fail("KV arena shape does not match the model");
 
   // Validate everything before touching the cache.
-  int64_t T = 0, n_out = 0;
+  int64_t T = 0, n_out = 0, max_pos = 0;
   const int64_t bt = kv.layout.block_tokens;
   for (const SeqBatch& s : batch) {
     const int64_t n = static_cast<int64_t>(s.tokens.size());
@@ -51,23 +65,37 @@ std::vector<float> BatchForward::forward(std::span<const SeqBatch> batch, const 
         fail("token id {} is out of range (vocabulary {})", id, hp.n_vocab);
     T += n;
     n_out += s.logits == Logits::All ? n : s.logits == Logits::Last ? 1 : 0;
+    max_pos = std::max(max_pos, s.pos0 + n - 1);
   }
   if (T == 0) return {};
 
   const int64_t E = hp.n_embd, Q = hp.q_dim(), KV = hp.kv_dim(), F = hp.n_ff, hd = hp.head_dim;
-  auto buf = [](int64_t n) { return std::vector<float>(static_cast<size_t>(n)); };
-  std::vector<float> x = buf(T * E), h = buf(T * E), q = buf(T * Q), k = buf(T * KV),
-                     v = buf(T * KV), att = buf(T * Q), o = buf(T * E), g = buf(T * F),
-                     u = buf(T * F);
+  // Scratch kept between calls: no allocation (or page faults) per step once warm.
+  auto buf = [](std::vector<float>& v, int64_t n) {
+    v.resize(static_cast<size_t>(n));
+    return v.data();
+  };
+  float *x = buf(x_, T * E), *h = buf(h_, T * E), *q = buf(q_, T * Q), *k = buf(k_, T * KV),
+        *v = buf(v_, T * KV), *att = buf(att_, T * Q), *o = buf(o_, T * E), *g = buf(g_, T * F),
+        *u = buf(u_, T * F);
 
+  // Every token's position and KV block, for the per-token steps.
+  tok_pos_.resize(static_cast<size_t>(T));
+  tok_block_.resize(static_cast<size_t>(T));
   {
-    int64_t row = 0;
+    size_t row = 0;
     for (const SeqBatch& s : batch)
-      for (int32_t id : s.tokens) ref::get_row(w.token_embd, id, &x[row++ * E]);
+      for (size_t t = 0; t < s.tokens.size(); ++t, ++row) {
+        tok_pos_[row] = s.pos0 + static_cast<int64_t>(t);
+        tok_block_[row] = s.blocks[static_cast<size_t>(tok_pos_[row] / bt)];
+        ref::get_row(w.token_embd, s.tokens[t], &x[static_cast<int64_t>(row) * E]);
+      }
   }
   const bool neox = hp.rope_layout == RopeLayout::Neox;
   const int64_t half = hp.n_rot / 2;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  rope_table(max_pos);  // filled up to the last position before threads read it
+  const float* rope = rope_cache_.data();
 
   // Block pointer slots of every sequence, back to back (the same count in every layer).
   size_t n_ptrs = 0;
@@ -76,31 +104,50 @@ std::vector<float> BatchForward::forward(std::span<const SeqBatch> batch, const 
   k_ptrs_.resize(n_ptrs);
   v_ptrs_.resize(n_ptrs);
 
+  // Each layer's per-token steps run as few parallel regions, fused around the matmuls:
+  // [residual, norm, quantize] QKV [bias, q/k norm, RoPE, KV store] attention [quantize] O
+  // [residual, norm, quantize] gate/up [SiLU·up, quantize] down; the last residual add is done
+  // by the next layer's first region.
+  bool pending_residual = false;  // o holds the previous layer's FFN output, not yet in x
   for (int64_t l = 0; l < hp.n_layer; ++l) {
     const LayerWeights& L = w.layers[static_cast<size_t>(l)];
-    ops::rmsnorm(x.data(), L.attn_norm.data(), h.data(), T, E, hp.rms_eps);
-    // Q, K and V read the same input: quantize it once when their types agree.
     const TensorType at = ops::activation_type(L.wq.type);
-    ops::quantize_activations(at, h.data(), T, E, qx_);
+    ops::prepare_activations(at, T, E, qx_);
+    over_tokens(pool_, T, [&](int64_t t0, int64_t t1) {
+      if (pending_residual) ops::add_inplace(&x[t0 * E], &o[t0 * E], (t1 - t0) * E);
+      ops::rmsnorm(&x[t0 * E], L.attn_norm.data(), &h[t0 * E], t1 - t0, E, hp.rms_eps);
+      ops::quantize_activation_rows(h, t0, t1, qx_);
+    });
+    // Q, K and V read the same input: quantized once when their types agree.
     if (ops::activation_type(L.wk.type) == at && ops::activation_type(L.wv.type) == at) {
-      const ops::MatmulOut qkv[] = {{&L.wq, q.data()}, {&L.wk, k.data()}, {&L.wv, v.data()}};
+      const ops::MatmulOut qkv[] = {{&L.wq, q}, {&L.wk, k}, {&L.wv, v}};
       ops::matmul_group(qkv, qx_, pool_);
     } else {
-      ops::matmul(L.wq, qx_, q.data(), pool_);
-      matmul(L.wk, h.data(), T, k.data());
-      matmul(L.wv, h.data(), T, v.data());
+      ops::matmul(L.wq, qx_, q, pool_);
+      ops::matmul(L.wk, h, T, k, pool_);
+      ops::matmul(L.wv, h, T, v, pool_);
     }
-    if (!L.bq.empty()) {
-      for (int64_t t = 0; t < T; ++t) {
-        ops::add_inplace(&q[t * Q], L.bq.data(), Q);
-        ops::add_inplace(&k[t * KV], L.bk.data(), KV);
-        ops::add_inplace(&v[t * KV], L.bv.data(), KV);
+    over_tokens(pool_, T, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        float *qt = &q[t * Q], *kt = &k[t * KV], *vt = &v[t * KV];
+        if (!L.bq.empty()) {
+          ops::add_inplace(qt, L.bq.data(), Q);
+          ops::add_inplace(kt, L.bk.data(), KV);
+          ops::add_inplace(vt, L.bv.data(), KV);
+        }
+        if (!L.q_norm.empty()) {
+          ops::rmsnorm(qt, L.q_norm.data(), qt, hp.n_head, hd, hp.rms_eps);
+          ops::rmsnorm(kt, L.k_norm.data(), kt, hp.n_head_kv, hd, hp.rms_eps);
+        }
+        const int64_t pos = tok_pos_[static_cast<size_t>(t)];
+        const float* cs = rope + pos * 2 * half;
+        ops::rope(qt, hp.n_head, hd, hp.n_rot, cs, cs + half, neox);
+        ops::rope(kt, hp.n_head_kv, hd, hp.n_rot, cs, cs + half, neox);
+        const int32_t block = tok_block_[static_cast<size_t>(t)];
+        ops::kv_store_token(kv.layout, kt, kv.k(block, l), pos % bt);
+        ops::kv_store_token(kv.layout, vt, kv.v(block, l), pos % bt);
       }
-    }
-    if (!L.q_norm.empty()) {
-      ops::rmsnorm(q.data(), L.q_norm.data(), q.data(), T * hp.n_head, hd, hp.rms_eps);
-      ops::rmsnorm(k.data(), L.k_norm.data(), k.data(), T * hp.n_head_kv, hd, hp.rms_eps);
-    }
+    });
     // Every sequence's block pointers for this layer (one flat list), then one attention call.
     views_.clear();
     args_.clear();
@@ -108,17 +155,6 @@ std::vector<float> BatchForward::forward(std::span<const SeqBatch> batch, const 
     size_t ptr0 = 0;
     for (const SeqBatch& s : batch) {
       const int64_t n = static_cast<int64_t>(s.tokens.size());
-      for (int64_t t = 0; t < n; ++t) {
-        const int64_t pos = s.pos0 + t;
-        float* qt = &q[(row + t) * Q];
-        float* kt = &k[(row + t) * KV];
-        const float* cs = rope_table(pos);
-        ops::rope(qt, hp.n_head, hd, hp.n_rot, cs, cs + half, neox);
-        ops::rope(kt, hp.n_head_kv, hd, hp.n_rot, cs, cs + half, neox);
-        const int32_t block = s.blocks[static_cast<size_t>(pos / bt)];
-        ops::kv_store_token(kv.layout, kt, kv.k(block, l), pos % bt);
-        ops::kv_store_token(kv.layout, &v[(row + t) * KV], kv.v(block, l), pos % bt);
-      }
       const size_t nb = static_cast<size_t>((s.pos0 + n + bt - 1) / bt);
       for (size_t i = 0; i < nb; ++i) {
         k_ptrs_[ptr0 + i] = kv.k(s.blocks[i], l);
@@ -130,26 +166,37 @@ std::vector<float> BatchForward::forward(std::span<const SeqBatch> batch, const 
       row += n;
     }
     ops::attention_batch(args_, views_, pool_);
-    matmul(L.wo, att.data(), T, o.data());
-    ops::add_inplace(x.data(), o.data(), T * E);
+    ops::matmul(L.wo, att, T, o, pool_);
 
-    ops::rmsnorm(x.data(), L.ffn_norm.data(), h.data(), T, E, hp.rms_eps);
     const TensorType ft = ops::activation_type(L.w_gate.type);
-    ops::quantize_activations(ft, h.data(), T, E, qx_);
+    ops::prepare_activations(ft, T, E, qx_);
+    over_tokens(pool_, T, [&](int64_t t0, int64_t t1) {
+      ops::add_inplace(&x[t0 * E], &o[t0 * E], (t1 - t0) * E);
+      ops::rmsnorm(&x[t0 * E], L.ffn_norm.data(), &h[t0 * E], t1 - t0, E, hp.rms_eps);
+      ops::quantize_activation_rows(h, t0, t1, qx_);
+    });
     if (ops::activation_type(L.w_up.type) == ft) {
-      const ops::MatmulOut gate_up[] = {{&L.w_gate, g.data()}, {&L.w_up, u.data()}};
+      const ops::MatmulOut gate_up[] = {{&L.w_gate, g}, {&L.w_up, u}};
       ops::matmul_group(gate_up, qx_, pool_);
     } else {
-      ops::matmul(L.w_gate, qx_, g.data(), pool_);
-      matmul(L.w_up, h.data(), T, u.data());
+      ops::matmul(L.w_gate, qx_, g, pool_);
+      ops::matmul(L.w_up, h, T, u, pool_);
     }
-    ops::silu_mul(g.data(), u.data(), T * F);
-    matmul(L.w_down, g.data(), T, o.data());
-    ops::add_inplace(x.data(), o.data(), T * E);
+    ops::prepare_activations(ops::activation_type(L.w_down.type), T, F, qx_);
+    over_tokens(pool_, T, [&](int64_t t0, int64_t t1) {
+      ops::silu_mul(&g[t0 * F], &u[t0 * F], (t1 - t0) * F);
+      ops::quantize_activation_rows(g, t0, t1, qx_);
+    });
+    ops::matmul(L.w_down, qx_, o, pool_);
+    pending_residual = true;
   }
+  if (pending_residual)
+    over_tokens(pool_, T, [&](int64_t t0, int64_t t1) {
+      ops::add_inplace(&x[t0 * E], &o[t0 * E], (t1 - t0) * E);
+    });
 
   // Logits only where asked: the output matrix is the largest single read per token.
-  std::vector<float> logits = buf(n_out * hp.n_vocab);
+  std::vector<float> logits(static_cast<size_t>(n_out * hp.n_vocab));
   if (n_out == 0) return logits;
   int64_t row = 0, out = 0;
   for (const SeqBatch& s : batch) {
@@ -163,7 +210,7 @@ std::vector<float> BatchForward::forward(std::span<const SeqBatch> batch, const 
     }
     row += n;
   }
-  matmul(w.output, h.data(), n_out, logits.data());
+  ops::matmul(w.output, h, n_out, logits.data(), pool_);
   return logits;
 }
 

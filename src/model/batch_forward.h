@@ -41,13 +41,15 @@ class BatchForward {
 
  private:
   const float* rope_table(int64_t pos);  // cos then sin, n_rot/2 each
-  void matmul(const MatrixView& w, const float* x, int64_t n_tok, float* y);
 
   const Model& model_;
   ops::ThreadPool& pool_;
   ref::RopeConfig rope_;
   std::vector<float> rope_cache_;
   ops::QuantizedActivations qx_;
+  std::vector<float> x_, h_, q_, k_, v_, att_, o_, g_, u_;  // per-step scratch, kept warm
+  std::vector<int64_t> tok_pos_;                            // each token's position
+  std::vector<int32_t> tok_block_;                          // and the KV block it goes to
   std::vector<const uint8_t*> k_ptrs_, v_ptrs_;  // every sequence's block pointers, back to back
   std::vector<ops::KvSeqView> views_;
   std::vector<ops::AttentionArgs> args_;

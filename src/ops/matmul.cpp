@@ -54,31 +54,38 @@ void check_act_type(TensorType act, int64_t n_cols) {
          type_name(act));
 }
 
-void quantize_into(TensorType act, const float* x, int64_t n_tok, int64_t n_cols,
-                   QuantizedActivations& out, bool simd, ThreadPool* pool) {
+void prepare_into(TensorType act, int64_t n_tok, int64_t n_cols, QuantizedActivations& out) {
   check_act_type(act, n_cols);
   if (n_tok < 0) fail("quantize_activations: negative token count");
-  const mm::ActLayout lay = mm::act_layout(act, n_cols);
   out.type = act;
   out.n_tok = n_tok;
   out.n_cols = n_cols;
-  out.row_stride = lay.stride;
-  out.data.resize(lay.stride * static_cast<size_t>(n_tok));
-  auto run = [&](int64_t t0, int64_t t1) {
-    uint8_t* dst = out.data.data() + static_cast<size_t>(t0) * lay.stride;
-    if (simd)
-      mm::quantize_rows_avx2(act, x + t0 * n_cols, t1 - t0, n_cols, dst, lay);
-    else
-      mm::quantize_rows_scalar(act, x + t0 * n_cols, t1 - t0, n_cols, dst, lay);
-  };
+  out.row_stride = mm::act_layout(act, n_cols).stride;
+  out.data.resize(out.row_stride * static_cast<size_t>(n_tok));
+}
+
+void rows_into(const float* x, int64_t t0, int64_t t1, QuantizedActivations& out, bool simd) {
+  if (t0 < 0 || t1 > out.n_tok || t0 > t1)
+    fail("quantize_activation_rows: rows [{}, {}) of {}", t0, t1, out.n_tok);
+  const mm::ActLayout lay = mm::act_layout(out.type, out.n_cols);
+  uint8_t* dst = out.data.data() + static_cast<size_t>(t0) * lay.stride;
+  if (simd)
+    mm::quantize_rows_avx2(out.type, x + t0 * out.n_cols, t1 - t0, out.n_cols, dst, lay);
+  else
+    mm::quantize_rows_scalar(out.type, x + t0 * out.n_cols, t1 - t0, out.n_cols, dst, lay);
+}
+
+void quantize_into(TensorType act, const float* x, int64_t n_tok, int64_t n_cols,
+                   QuantizedActivations& out, bool simd, ThreadPool* pool) {
+  prepare_into(act, n_tok, n_cols, out);
   const int64_t per_task = 8;
   if (pool == nullptr || pool->size() == 1 || n_tok < 2 * per_task) {
-    if (n_tok > 0) run(0, n_tok);
+    if (n_tok > 0) rows_into(x, 0, n_tok, out, simd);
     return;
   }
   const int64_t n_tasks = (n_tok + per_task - 1) / per_task;
   pool->parallel_for(n_tasks, [&](int64_t task, int) {
-    run(task * per_task, std::min(n_tok, (task + 1) * per_task));
+    rows_into(x, task * per_task, std::min(n_tok, (task + 1) * per_task), out, simd);
   });
 }
 
@@ -215,6 +222,15 @@ void quantize_activations(TensorType act_type, const float* x, int64_t n_tok, in
 void quantize_activations_scalar(TensorType act_type, const float* x, int64_t n_tok, int64_t n_cols,
                                  QuantizedActivations& out) {
   quantize_into(act_type, x, n_tok, n_cols, out, false, nullptr);
+}
+
+void prepare_activations(TensorType act_type, int64_t n_tok, int64_t n_cols,
+                         QuantizedActivations& out) {
+  prepare_into(act_type, n_tok, n_cols, out);
+}
+
+void quantize_activation_rows(const float* x, int64_t t0, int64_t t1, QuantizedActivations& out) {
+  rows_into(x, t0, t1, out, simd_level() == SimdLevel::Avx2);
 }
 
 size_t activation_row_stride(TensorType act_type, int64_t n_cols) {

@@ -75,6 +75,13 @@ void quantize_activations(TensorType act_type, const float* x, int64_t n_tok, in
 void quantize_activations_scalar(TensorType act_type, const float* x, int64_t n_tok, int64_t n_cols,
                                  QuantizedActivations& out);
 
+// The same, filled from several threads: prepare_activations sizes `out` for n_tok rows (their
+// contents unset), then each quantize_activation_rows call fills rows [t0, t1) from x (row t at
+// x + t·n_cols), bit-identical to quantize_activations' rows.
+void prepare_activations(TensorType act_type, int64_t n_tok, int64_t n_cols,
+                         QuantizedActivations& out);
+void quantize_activation_rows(const float* x, int64_t t0, int64_t t1, QuantizedActivations& out);
+
 // Bytes of one activation row (the row_stride quantize_activations uses).
 size_t activation_row_stride(TensorType act_type, int64_t n_cols);
 // Views into token row t of quantized activations (Q8_0/Q8_K); f32 for F32.

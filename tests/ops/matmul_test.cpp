@@ -400,6 +400,25 @@ TEST(Matmul, QuantizeActivationsScaleRoundingOverManyMagnitudes) {
   EXPECT_EQ(a_simd.data, a_ref.data);
 }
 
+TEST(Matmul, QuantizedRowRangesEqualTheWholeQuantization) {
+  // prepare_activations + quantize_activation_rows over uneven ranges, filled out of order (as
+  // threads would), give quantize_activations' bytes; a row range past the end is an error.
+  for (TensorType act : {T::F32, T::Q8_0, T::Q8_K}) {
+    const int64_t n = 512, n_tok = 13;
+    const auto x = random_floats(static_cast<size_t>(n * n_tok), 21);
+    QuantizedActivations whole, parts;
+    quantize_activations(act, x.data(), n_tok, n, whole);
+    parts.data.assign(7, 0xAB);  // stale bytes from an earlier, smaller use
+    prepare_activations(act, n_tok, n, parts);
+    for (auto [t0, t1] : {std::pair<int64_t, int64_t>{8, 13}, {0, 1}, {3, 8}, {1, 3}, {5, 5}})
+      quantize_activation_rows(x.data(), t0, t1, parts);
+    EXPECT_EQ(parts.type, whole.type);
+    EXPECT_EQ(parts.row_stride, whole.row_stride);
+    EXPECT_EQ(parts.data, whole.data) << type_name(act);
+    EXPECT_THROW(quantize_activation_rows(x.data(), 12, 14, parts), Error);
+  }
+}
+
 // The main sweep: every type × n_tok × rows × widths, SIMD against the scalar reference, on
 // quantizer-made weights and on random block bytes.
 TEST(Matmul, SimdMatchesScalarReference) {
