@@ -14,6 +14,7 @@
 #include "engine/engine.h"
 #include "model/forward.h"
 #include "model/weights.h"
+#include "ops/compute_peak.h"
 #include "ops/cpu_features.h"
 #include "ops/membw.h"
 #include "util/error.h"
@@ -96,10 +97,17 @@ void bench_engine(const BenchOptions& o, const Model& model, const Tokenizer& to
 int bench(const BenchOptions& o) {
   ops::ThreadPool pool(o.threads);
   double bw = 0;
+  ops::ComputePeak peak;
   if (o.membw || o.membw_only) {
     bw = ops::measure_read_bandwidth(pool);
     fmt::print("memory read bandwidth ({} threads): {:.1f} GB/s\n", o.threads, bw / 1e9);
     if (o.membw_only) return 0;
+    peak = ops::measure_compute_peak(pool);
+    if (peak.f32 > 0)
+      fmt::print(
+          "compute peak ({} threads, kernel steps from registers): f32 FMA {:.0f} GFLOP/s | "
+          "Q8_0 step {:.0f} GOPS | 4/6-bit step {:.0f} GOPS\n",
+          o.threads, peak.f32 / 1e9, peak.s8s8 / 1e9, peak.u8s8 / 1e9);
   }
   if (o.model.empty()) fail("bench needs -m MODEL (or --membw-only)");
   auto model = Model::load(o.model);
@@ -119,7 +127,7 @@ int bench(const BenchOptions& o) {
   }
 
   fmt::print("\n| {:>7} | {:>7} | {:>5} | {:>6} | {:>16} | {:>12} | {:>18} |\n", "test", "depth",
-             "thr", "kv blk", "t/s", "GB/s", "GOPS / % membw");
+             "thr", "kv blk", "t/s", "GB/s", "GOPS / % roofline");
   fmt::print("| {:->7} | {:->7} | {:->5} | {:->6} | {:->16} | {:->12} | {:->18} |\n", "", "", "",
              "", "", "", "");
   using Clock = std::chrono::steady_clock;
@@ -151,9 +159,13 @@ int bench(const BenchOptions& o) {
                            matmul_ops_per_token(*model, true) -
                            matmul_ops_per_token(*model, false) + attention_ops(hp, depth, np);
         const double gops = ops / (static_cast<double>(np) / st.mean) / 1e9;
-        fmt::print(
-            "| {:>7} | {:>7} | {:>5} | {:>6} | {:>8.2f} ± {:<5.2f} | {:>12} | {:>12.1f} GOPS |\n",
-            fmt::format("pp{}", np), depth, o.threads, blk, st.mean, st.sd, "", gops);
+        // Against the step of the FFN's weight type, which holds most of the arithmetic.
+        const double roof =
+            ops::compute_peak_for(peak, model->weights().layers.front().w_gate.type) / 1e9;
+        fmt::print("| {:>7} | {:>7} | {:>5} | {:>6} | {:>8.2f} ± {:<5.2f} | {:>12} | {:>18} |\n",
+                   fmt::format("pp{}", np), depth, o.threads, blk, st.mean, st.sd, "",
+                   roof > 0 ? fmt::format("{:.1f} {:.0f}% of {:.0f}", gops, 100 * gops / roof, roof)
+                            : fmt::format("{:.1f} GOPS", gops));
       }
       for (int64_t ng : o.n_gen) {
         if (ng <= 0) continue;
@@ -319,7 +331,7 @@ void add_bench(CLI::App& app, Context& ctx) {
       ->delimiter(',')
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{4096}));
-  cmd->add_flag("!--no-membw", o->membw, "Skip the memory bandwidth probe");
+  cmd->add_flag("!--no-membw", o->membw, "Skip the memory-bandwidth and compute-peak probes");
   cmd->add_flag("--membw-only", o->membw_only, "Only measure memory read bandwidth");
   cmd->add_option("--concurrency", o->concurrency,
                   "Engine: aggregate generation speed with N streams (e.g. 1,2,4,8)")

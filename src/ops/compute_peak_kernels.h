@@ -1,0 +1,13 @@
+// Internal: the per-ISA loops of the compute probe (compute_peak.cpp); each runs `iters`
+// iterations and returns the operations done (2 per multiply-add).
+#pragma once
+
+#include <cstdint>
+
+namespace hearth::ops::detail::avx2 {
+
+double peak_f32_fma(int64_t iters);
+double peak_s8s8(int64_t iters);
+double peak_u8s8(int64_t iters);
+
+}  // namespace hearth::ops::detail::avx2
