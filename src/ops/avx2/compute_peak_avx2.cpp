@@ -36,6 +36,8 @@ double peak_f32_fma(int64_t iters) {
   return static_cast<double>(iters) * kChains * 8 * 2;
 }
 
+namespace {
+
 // Six tokens' activation bytes, broadcast four at a time from memory as the kernels do.
 alignas(64) const int8_t kActs[64] = {7, -9, 11, -13, 5, 3,  -2, 1, 9,  -7, 6, -5, 4, 3, -1, 2,
                                       8, 7,  -6, 5,   4, -3, 2,  1, -9, 8,  7, 6,  5, 4, 3,  2};
@@ -46,41 +48,46 @@ inline __m256i bcast(const int8_t* p) {
   return _mm256_set1_epi32(v);
 }
 
-// As the Q8_0 tile (PQ8): per weight vector |w| once, then for each of 6 tokens sign(a, w),
-// maddubs(|w|, ·), madd(·, 1) and an int32 add.
-double peak_s8s8(int64_t iters) {
-  __m256i w = _mm256_set1_epi8(-5);
-  const __m256i ones = _mm256_set1_epi16(1);
-  __m256i acc[6];
-  for (auto& x : acc) x = _mm256_setzero_si256();
-  const int8_t* a = kActs;
-  for (int64_t n = 0; n < iters; ++n) {
-    opaque(w);
-    asm volatile("" : "+r"(a));  // reload the activations every iteration, as the kernel does
-    const __m256i aw = _mm256_sign_epi8(w, w);
-#pragma GCC unroll 6
-    for (int j = 0; j < 6; ++j)
-      acc[j] = _mm256_add_epi32(
-          acc[j],
-          _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(bcast(a + 4 * j), w)), ones));
-  }
-  __m256i s = acc[0];
-  for (int i = 1; i < 6; ++i) s = _mm256_add_epi32(s, acc[i]);
-  sink = _mm256_cvtsi256_si32(s);
-  return static_cast<double>(iters) * 6 * 32 * 2;
-}
-
-// As the nibble tiles (PQ4, Q4_K): per weight vector the low and high nibbles (and, shift, and),
-// then for each of 6 tokens two maddubs and their int16 adds (sums wrap: only the rate counts).
-double peak_u8s8(int64_t iters) {
-  __m256i w = _mm256_set1_epi8(0x5A);
-  const __m256i m4 = _mm256_set1_epi8(0x0F);
+// Runs step(w, a, acc) `iters` times, the weight vector and the activation pointer made opaque
+// every time (so nothing is hoisted: the activations are re-broadcast from memory, as the
+// kernels do), then folds the six per-token accumulators into the sink.
+template <class Step>
+inline void run_int_step(int64_t iters, __m256i w, Step&& step) {
   __m256i acc[6];
   for (auto& x : acc) x = _mm256_setzero_si256();
   const int8_t* a = kActs;
   for (int64_t n = 0; n < iters; ++n) {
     opaque(w);
     asm volatile("" : "+r"(a));
+    step(w, a, acc);
+  }
+  __m256i s = acc[0];
+  for (int i = 1; i < 6; ++i) s = _mm256_xor_si256(s, acc[i]);
+  sink = _mm256_cvtsi256_si32(s);
+}
+
+}  // namespace
+
+// As the Q8_0 tile (PQ8): per weight vector |w| once, then for each of 6 tokens sign(a, w),
+// maddubs(|w|, ·), madd(·, 1) and an int32 add.
+double peak_s8s8(int64_t iters) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  run_int_step(iters, _mm256_set1_epi8(-5), [&](__m256i w, const int8_t* a, __m256i* acc) {
+    const __m256i aw = _mm256_sign_epi8(w, w);
+#pragma GCC unroll 6
+    for (int j = 0; j < 6; ++j)
+      acc[j] = _mm256_add_epi32(
+          acc[j],
+          _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(bcast(a + 4 * j), w)), ones));
+  });
+  return static_cast<double>(iters) * 6 * 32 * 2;
+}
+
+// As the nibble tiles (PQ4, Q4_K): per weight vector the low and high nibbles (and, shift, and),
+// then for each of 6 tokens two maddubs and their int16 adds (sums wrap: only the rate counts).
+double peak_u8s8(int64_t iters) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  run_int_step(iters, _mm256_set1_epi8(0x5A), [&](__m256i w, const int8_t* a, __m256i* acc) {
     const __m256i lo = _mm256_and_si256(w, m4);
     const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(w, 4), m4);
 #pragma GCC unroll 6
@@ -88,10 +95,7 @@ double peak_u8s8(int64_t iters) {
       acc[j] = _mm256_add_epi16(acc[j],
                                 _mm256_add_epi16(_mm256_maddubs_epi16(lo, bcast(a + 4 * j)),
                                                  _mm256_maddubs_epi16(hi, bcast(a + 32 + 4 * j))));
-  }
-  __m256i s = acc[0];
-  for (int i = 1; i < 6; ++i) s = _mm256_add_epi16(s, acc[i]);
-  sink = _mm256_cvtsi256_si32(s);
+  });
   return static_cast<double>(iters) * 6 * 64 * 2;
 }
 
