@@ -131,6 +131,9 @@ int bench(const BenchOptions& o) {
   fmt::print("| {:->7} | {:->7} | {:->5} | {:->6} | {:->16} | {:->12} | {:->18} |\n", "", "", "",
              "", "", "", "");
   using Clock = std::chrono::steady_clock;
+  // Prefill against the step of the FFN's weight type, which holds most of the arithmetic.
+  const double roof =
+      ops::compute_peak_for(peak, model->weights().layers.front().w_gate.type) / 1e9;
   for (int64_t depth : o.depth)
     for (int64_t blk : o.kv_block) {
       const int64_t max_need = depth +
@@ -159,9 +162,6 @@ int bench(const BenchOptions& o) {
                            matmul_ops_per_token(*model, true) -
                            matmul_ops_per_token(*model, false) + attention_ops(hp, depth, np);
         const double gops = ops / (static_cast<double>(np) / st.mean) / 1e9;
-        // Against the step of the FFN's weight type, which holds most of the arithmetic.
-        const double roof =
-            ops::compute_peak_for(peak, model->weights().layers.front().w_gate.type) / 1e9;
         fmt::print("| {:>7} | {:>7} | {:>5} | {:>6} | {:>8.2f} ± {:<5.2f} | {:>12} | {:>18} |\n",
                    fmt::format("pp{}", np), depth, o.threads, blk, st.mean, st.sd, "",
                    roof > 0 ? fmt::format("{:.1f} {:.0f}% of {:.0f}", gops, 100 * gops / roof, roof)

@@ -106,15 +106,15 @@ std::vector<float> BatchForward::forward(std::span<const SeqBatch> batch, const 
 
   // Each layer's per-token steps run as few parallel regions, fused around the matmuls:
   // [residual, norm, quantize] QKV [bias, q/k norm, RoPE, KV store] attention [quantize] O
-  // [residual, norm, quantize] gate/up [SiLU·up, quantize] down; the last residual add is done
-  // by the next layer's first region.
-  bool pending_residual = false;  // o holds the previous layer's FFN output, not yet in x
+  // [residual, norm, quantize] gate/up [SiLU·up, quantize] down. The FFN's residual add is
+  // left to the next layer's first region (o still holds it), and after the last layer to the
+  // rows that get logits.
   for (int64_t l = 0; l < hp.n_layer; ++l) {
     const LayerWeights& L = w.layers[static_cast<size_t>(l)];
     const TensorType at = ops::activation_type(L.wq.type);
     ops::prepare_activations(at, T, E, qx_);
     over_tokens(pool_, T, [&](int64_t t0, int64_t t1) {
-      if (pending_residual) ops::add_inplace(&x[t0 * E], &o[t0 * E], (t1 - t0) * E);
+      if (l > 0) ops::add_inplace(&x[t0 * E], &o[t0 * E], (t1 - t0) * E);
       ops::rmsnorm(&x[t0 * E], L.attn_norm.data(), &h[t0 * E], t1 - t0, E, hp.rms_eps);
       ops::quantize_activation_rows(h, t0, t1, qx_);
     });
@@ -188,12 +188,7 @@ std::vector<float> BatchForward::forward(std::span<const SeqBatch> batch, const 
       ops::quantize_activation_rows(g, t0, t1, qx_);
     });
     ops::matmul(L.w_down, qx_, o, pool_);
-    pending_residual = true;
   }
-  if (pending_residual)
-    over_tokens(pool_, T, [&](int64_t t0, int64_t t1) {
-      ops::add_inplace(&x[t0 * E], &o[t0 * E], (t1 - t0) * E);
-    });
 
   // Logits only where asked: the output matrix is the largest single read per token.
   std::vector<float> logits(static_cast<size_t>(n_out * hp.n_vocab));
@@ -201,12 +196,12 @@ std::vector<float> BatchForward::forward(std::span<const SeqBatch> batch, const 
   int64_t row = 0, out = 0;
   for (const SeqBatch& s : batch) {
     const int64_t n = static_cast<int64_t>(s.tokens.size());
-    if (s.logits == Logits::All) {
-      ops::rmsnorm(&x[row * E], w.output_norm.data(), &h[out * E], n, E, hp.rms_eps);
-      out += n;
-    } else if (s.logits == Logits::Last) {
-      ops::rmsnorm(&x[(row + n - 1) * E], w.output_norm.data(), &h[out * E], 1, E, hp.rms_eps);
-      out += 1;
+    const int64_t first = s.logits == Logits::All ? row : row + n - 1;
+    const int64_t rows = s.logits == Logits::All ? n : s.logits == Logits::Last ? 1 : 0;
+    if (rows > 0) {
+      ops::add_inplace(&x[first * E], &o[first * E], rows * E);  // the last layer's residual
+      ops::rmsnorm(&x[first * E], w.output_norm.data(), &h[out * E], rows, E, hp.rms_eps);
+      out += rows;
     }
     row += n;
   }

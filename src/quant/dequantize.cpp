@@ -112,23 +112,10 @@ void dq_q5_k(const BlockQ5_K& b, float* y) {
 
 void dq_q6_k(const BlockQ6_K& b, float* y) {
   const float d = f16_to_f32(b.d);
-  for (int h = 0; h < 2; ++h) {  // halves of 128
-    const uint8_t* ql = b.ql + 64 * h;
-    const uint8_t* qh = b.qh + 32 * h;
-    const int8_t* sc = b.scales + 8 * h;
-    float* out = y + 128 * h;
-    for (int l = 0; l < 32; ++l) {
-      const int is = l / 16;
-      const int q1 = ((ql[l] & 0xF) | ((qh[l] & 3) << 4)) - 32;
-      const int q2 = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
-      const int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
-      const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
-      out[l] = (d * static_cast<float>(sc[is])) * static_cast<float>(q1);
-      out[l + 32] = (d * static_cast<float>(sc[is + 2])) * static_cast<float>(q2);
-      out[l + 64] = (d * static_cast<float>(sc[is + 4])) * static_cast<float>(q3);
-      out[l + 96] = (d * static_cast<float>(sc[is + 6])) * static_cast<float>(q4);
-    }
-  }
+  uint8_t q[256];
+  q6_k_levels(b, q);
+  for (int e = 0; e < 256; ++e)
+    y[e] = (d * static_cast<float>(b.scales[e / 16])) * static_cast<float>(q[e] - 32);
 }
 
 void dq_q8_k(const BlockQ8_K& b, float* y) {

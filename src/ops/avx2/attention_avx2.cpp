@@ -607,7 +607,7 @@ void run_direct(const AttnTask& t) {
   }
   const uint8_t* krow[T];  // encoded rows of the current tile
   const uint8_t* vrow[T];
-  const uint8_t* kpf[T];
+  const uint8_t* kpf[T];  // and of the tile kPrefetchTiles ahead
   const uint8_t* vpf[T];
   const int64_t p_last = t.pos_first + t.n_rows - 1;
   const auto hb = static_cast<int64_t>(t.head_bytes);
@@ -707,7 +707,7 @@ void run_tiled(const AttnTask& t) {
   const uint8_t* krow[T];  // encoded rows of the current tile
   const uint8_t* vsrc[T];
   const uint8_t* vrow[T];  // the V rows P*V reads
-  const uint8_t* kpf[T];
+  const uint8_t* kpf[T];   // encoded rows of the tile kPrefetchTiles ahead
   const uint8_t* vpf[T];
   const int64_t p_last = t.pos_first + t.n_rows - 1;
   const auto hb = static_cast<int64_t>(t.head_bytes);
