@@ -512,9 +512,9 @@ bool Engine::step() {
           std::chrono::duration<double, std::milli>(Clock::now() - s->submitted).count();
     }
   }
-  std::vector<float> logits;
+  std::vector<float>& logits = logits_;
   try {
-    logits = fwd_.forward(batch, kv_.arena());
+    fwd_.forward(batch, kv_.arena(), logits);
   } catch (const Error& e) {
     for (auto& [s, n] : plan) s->cancelled = true;  // finished with an error below
     for (auto& c : completing_)

@@ -107,6 +107,7 @@ class Engine {
   VocabAccess vocab_access_;  // what samplers need of the vocabulary
   EngineOptions opt_;
   BatchForward fwd_;
+  std::vector<float> logits_;  // the last step's logits, reused: no allocation per step
   BlockPool kv_;
   std::unique_ptr<DiskTier> disk_;
   std::unique_ptr<PrefixCache> cache_;

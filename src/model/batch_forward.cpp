@@ -42,6 +42,13 @@ void over_tokens(ops::ThreadPool& pool, int64_t T, Fn&& fn) {
 }  // namespace
 
 std::vector<float> BatchForward::forward(std::span<const SeqBatch> batch, const KvArena& kv) {
+  std::vector<float> logits;
+  forward(batch, kv, logits);
+  return logits;
+}
+
+void BatchForward::forward(std::span<const SeqBatch> batch, const KvArena& kv,
+                           std::vector<float>& logits) {
   const HParams& hp = model_.hparams();
   const ModelWeights& w = model_.weights();
   if (kv.n_layer != hp.n_layer || kv.layout.n_kv_head != hp.n_head_kv ||
@@ -67,7 +74,10 @@ std::vector<float> BatchForward::forward(std::span<const SeqBatch> batch, const 
     n_out += s.logits == Logits::All ? n : s.logits == Logits::Last ? 1 : 0;
     max_pos = std::max(max_pos, s.pos0 + n - 1);
   }
-  if (T == 0) return {};
+  if (T == 0) {
+    logits.clear();
+    return;
+  }
 
   const int64_t E = hp.n_embd, Q = hp.q_dim(), KV = hp.kv_dim(), F = hp.n_ff, hd = hp.head_dim;
   // Scratch kept between calls: no allocation (or page faults) per step once warm.
@@ -191,8 +201,8 @@ std::vector<float> BatchForward::forward(std::span<const SeqBatch> batch, const 
   }
 
   // Logits only where asked: the output matrix is the largest single read per token.
-  std::vector<float> logits(static_cast<size_t>(n_out * hp.n_vocab));
-  if (n_out == 0) return logits;
+  logits.resize(static_cast<size_t>(n_out * hp.n_vocab));
+  if (n_out == 0) return;
   int64_t row = 0, out = 0;
   for (const SeqBatch& s : batch) {
     const int64_t n = static_cast<int64_t>(s.tokens.size());
@@ -206,7 +216,6 @@ std::vector<float> BatchForward::forward(std::span<const SeqBatch> batch, const 
     row += n;
   }
   ops::matmul(w.output, h, n_out, logits.data(), pool_);
-  return logits;
 }
 
 }  // namespace hearth
