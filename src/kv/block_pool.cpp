@@ -1,7 +1,5 @@
 #include "kv/block_pool.h"
 
-#include <sys/mman.h>
-
 #include "util/error.h"
 
 namespace hearth {
@@ -19,17 +17,11 @@ BlockPool::BlockPool(const ops::KvLayout& layout, int64_t n_layer, int32_t n_blo
   arena_.n_blocks = n_blocks;
   bytes_ = arena_.block_stride() * static_cast<size_t>(n_blocks);
   // Anonymous mapping: pages are committed only when a block is first written.
-  void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) fail("KV pool: cannot reserve {} bytes", bytes_);
-  arena_.base = static_cast<uint8_t*>(p);
+  mem_ = AnonymousMemory(bytes_, false, "KV pool");
+  arena_.base = mem_.data();
   refs_.assign(static_cast<size_t>(n_blocks), 0);
   free_.reserve(static_cast<size_t>(n_blocks));
   for (int32_t b = n_blocks - 1; b >= 0; --b) free_.push_back(b);
-}
-
-BlockPool::~BlockPool() {
-  if (arena_.base) ::munmap(arena_.base, bytes_);
 }
 
 void BlockPool::check(int32_t block) const {

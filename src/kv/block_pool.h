@@ -10,13 +10,13 @@
 
 #include "model/hparams.h"
 #include "model/kv_arena.h"
+#include "util/anonymous_memory.h"
 
 namespace hearth {
 
 class BlockPool {
  public:
   BlockPool(const ops::KvLayout& layout, int64_t n_layer, int32_t n_blocks);
-  ~BlockPool();
   BlockPool(const BlockPool&) = delete;
   BlockPool& operator=(const BlockPool&) = delete;
 
@@ -39,6 +39,7 @@ class BlockPool {
 
   KvArena arena_;
   size_t bytes_ = 0;
+  AnonymousMemory mem_;  // the blocks (arena_.base points into it)
   std::vector<int32_t> refs_;
   std::vector<int32_t> free_;  // LIFO: recently freed blocks are warm in cache
 };

@@ -161,16 +161,18 @@ void Model::repack() {
   std::vector<Item> items;
   size_t total = 0;
   for (const MatrixView* m : todo) total += ops::packed_bytes(m->type, m->n_rows, m->n_cols);
-  packed_.reset(new uint8_t[total]);
+  // Huge pages: decode streams all of it every step, and with 4 KiB pages a TLB miss per
+  // page cost ~16% of single-stream decode speed (measured: 41 -> 49 tok/s, Qwen3-0.6B Q8_0).
+  packed_ = AnonymousMemory(total, true, "repacked weights");
   size_t off = 0;
   for (MatrixView* m : todo) {
     for (int64_t r = 0; r < m->n_rows; r += kChunkRows) {
       MatrixView part = *m;
       part.data = m->row(r);
       part.n_rows = std::min(kChunkRows, m->n_rows - r);
-      items.push_back({part, packed_.get() + off + ops::packed_bytes(m->type, r, m->n_cols)});
+      items.push_back({part, packed_.data() + off + ops::packed_bytes(m->type, r, m->n_cols)});
     }
-    m->packed = packed_.get() + off;
+    m->packed = packed_.data() + off;
     off += ops::packed_bytes(m->type, m->n_rows, m->n_cols);
   }
   // Page faults and the copy split over a few threads (the model has no pool yet).

@@ -14,6 +14,7 @@
 #include "ops/matrix.h"
 #include "ops/reference.h"
 #include "quant/types.h"
+#include "util/anonymous_memory.h"
 
 namespace hearth {
 
@@ -59,7 +60,7 @@ class Model {
   gguf::File file_;
   HParams hp_;
   ModelWeights w_;
-  std::unique_ptr<uint8_t[]> packed_;  // the repacked matrices, one allocation
+  AnonymousMemory packed_;  // the repacked matrices, one allocation
 };
 
 }  // namespace hearth

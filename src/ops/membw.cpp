@@ -1,7 +1,5 @@
 #include "ops/membw.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -9,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "util/anonymous_memory.h"
 #include "util/error.h"
 
 namespace hearth::ops {
@@ -33,10 +32,10 @@ uint64_t read_sum(const uint64_t* p, size_t n) {
 
 double measure_read_bandwidth(ThreadPool& pool, size_t bytes, int reps) {
   const size_t n = bytes / sizeof(uint64_t);
-  void* mem = ::mmap(nullptr, n * sizeof(uint64_t), PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (mem == MAP_FAILED) fail("membw: cannot allocate {} bytes", bytes);
-  auto* data = static_cast<uint64_t*>(mem);
+  // Huge pages, as the repacked weights have (model/weights.cpp): the figure decode is
+  // compared against.
+  const AnonymousMemory mem(n * sizeof(uint64_t), true, "membw");
+  auto* data = reinterpret_cast<uint64_t*>(mem.data());
   const int64_t chunks = 256;
   pool.parallel_for(chunks, [&](int64_t c, int) {  // touch pages from the reading threads
     const size_t b = n * static_cast<size_t>(c) / chunks,
@@ -55,7 +54,6 @@ double measure_read_bandwidth(ThreadPool& pool, size_t bytes, int reps) {
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     best = std::max(best, static_cast<double>(n * sizeof(uint64_t)) / s);
   }
-  ::munmap(mem, n * sizeof(uint64_t));
   if (sink.load() == 42) std::memset(&best, 0, 0);  // keep the sums observable
   return best;
 }

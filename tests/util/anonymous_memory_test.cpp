@@ -1,0 +1,51 @@
+#include "util/anonymous_memory.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <utility>
+
+#include "util/error.h"
+
+namespace hearth {
+namespace {
+
+TEST(AnonymousMemory, HugePageRegionsStartOnA2MiBBoundaryAndAreZeroedAndWritable) {
+  const size_t n = (size_t{5} << 20) + 123;
+  AnonymousMemory m(n, true, "test");
+  ASSERT_NE(m.data(), nullptr);
+  EXPECT_EQ(m.size(), n);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(m.data()) % (size_t{2} << 20), 0u);
+  for (size_t i = 0; i < n; i += 4096) EXPECT_EQ(m.data()[i], 0) << i;
+  EXPECT_EQ(m.data()[n - 1], 0);
+  m.data()[0] = 1;
+  m.data()[n - 1] = 2;  // the last byte is inside the mapping
+  EXPECT_EQ(m.data()[0] + m.data()[n - 1], 3);
+}
+
+TEST(AnonymousMemory, MovesOwnershipAndEmptyIsNull) {
+  AnonymousMemory a(4096, false, "test");
+  a.data()[100] = 7;
+  uint8_t* p = a.data();
+  AnonymousMemory b(std::move(a));
+  EXPECT_EQ(a.data(), nullptr);
+  EXPECT_EQ(a.size(), 0u);
+  EXPECT_EQ(b.data(), p);
+  EXPECT_EQ(b.data()[100], 7);
+  AnonymousMemory c;
+  c = std::move(b);
+  EXPECT_EQ(c.data(), p);
+  EXPECT_EQ(AnonymousMemory(0, true, "test").data(), nullptr);
+}
+
+TEST(AnonymousMemory, AnImpossibleSizeIsAClearError) {
+  try {
+    AnonymousMemory m(SIZE_MAX - 4096, true, "weights");
+    FAIL() << "reserved " << m.size() << " bytes";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("weights"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace hearth
