@@ -3,6 +3,7 @@
 // read bandwidth, and prefill's achieved arithmetic rate.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -50,6 +51,12 @@ Stats stats(const std::vector<double>& v) {
   for (double x : v) s.sd += (x - s.mean) * (x - s.mean);
   s.sd = v.size() > 1 ? std::sqrt(s.sd / static_cast<double>(v.size() - 1)) : 0.0;
   return s;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 // Multiply-adds per token in the weight matrices (the output matrix once per logits row).
@@ -250,33 +257,48 @@ void bench_engine(const BenchOptions& o, const Model& model, const Tokenizer& to
   };
   if (!o.concurrency.empty()) {
     const int64_t ng = o.n_gen.empty() ? 128 : o.n_gen.front();
-    fmt::print("\nconcurrent generation (engine, prompt 32 tokens each, {} generated each):\n", ng);
-    fmt::print("| {:>7} | {:>14} | {:>14} | {:>10} |\n", "streams", "aggregate t/s",
-               "per stream t/s", "vs N=1");
-    fmt::print("| {:->7} | {:->14} | {:->14} | {:->10} |\n", "", "", "", "");
-    double base = 0;
-    for (int64_t n : o.concurrency) {
-      EngineOptions eo;
-      eo.max_running = static_cast<int>(n);
-      eo.max_seq_tokens = 32 + ng + 1;
-      // Every prompt in the first step, so that the streams decode together from the second
-      // (otherwise the first streams' decode time includes the later ones' prefill).
-      eo.step_tokens = std::max<int64_t>(eo.step_tokens, 33 * n);
-      eo.kv_type = kv;
-      eo.kv_block_tokens = o.kv_block.front();
-      Engine engine(model, tok, eo, pool);
-      engine.start();
-      std::vector<GenerationRequest> reqs;
-      for (int64_t i = 0; i < n; ++i) reqs.push_back(make(32, ng, static_cast<uint32_t>(100 + i)));
-      run_engine(engine, {make(32, 4, 99)}, {});  // warm-up
-      EngineRun r = run_engine(engine, reqs, {});
-      // Decode rate: tokens after each stream's first, over the time all streams were decoding.
-      double decode_s = 0;
-      for (const auto& st : r.stats) decode_s = std::max(decode_s, st.decode_ms / 1000.0);
-      const double agg = static_cast<double>(n * (ng - 1)) / decode_s;
-      if (base == 0) base = agg;
-      fmt::print("| {:>7} | {:>14.2f} | {:>14.2f} | {:>9.2f}x |\n", n, agg,
-                 agg / static_cast<double>(n), agg / base);
+    // Decode with one stream is bound by memory bandwidth, with four by arithmetic, and on a
+    // shared machine each drifts on its own: the counts run in rounds (1, 2, 4, 1, 2, 4, ...),
+    // so that every comparison is between neighbours in time, and the ratio is of medians.
+    const auto rounds = static_cast<size_t>(o.reps);
+    std::vector<std::vector<double>> agg(o.concurrency.size());
+    for (size_t r = 0; r < rounds; ++r)
+      for (size_t i = 0; i < o.concurrency.size(); ++i) {
+        const int64_t n = o.concurrency[i];
+        EngineOptions eo;
+        eo.max_running = static_cast<int>(n);
+        eo.max_seq_tokens = 32 + ng + 1;
+        // Every prompt in the first step, so that the streams decode together from the second
+        // (otherwise the first streams' decode time includes the later ones' prefill).
+        eo.step_tokens = std::max<int64_t>(eo.step_tokens, 33 * n);
+        eo.kv_type = kv;
+        eo.kv_block_tokens = o.kv_block.front();
+        Engine engine(model, tok, eo, pool);
+        engine.start();
+        std::vector<GenerationRequest> reqs;
+        for (int64_t j = 0; j < n; ++j)
+          reqs.push_back(make(32, ng, static_cast<uint32_t>(100 + j)));
+        run_engine(engine, {make(32, 4, 99)}, {});  // warm-up
+        EngineRun run = run_engine(engine, reqs, {});
+        // Decode rate: tokens after each stream's first, over the time all streams were decoding.
+        double decode_s = 0;
+        for (const auto& st : run.stats) decode_s = std::max(decode_s, st.decode_ms / 1000.0);
+        agg[i].push_back(static_cast<double>(n * (ng - 1)) / decode_s);
+      }
+    fmt::print(
+        "\nconcurrent generation (engine, prompt 32 tokens each, {} generated each; {} "
+        "interleaved round{}, median and range):\n",
+        ng, rounds, rounds > 1 ? "s" : "");
+    fmt::print("| {:>7} | {:>14} | {:>17} | {:>14} | {:>10} |\n", "streams", "aggregate t/s",
+               "range", "per stream t/s", "vs first");
+    fmt::print("| {:->7} | {:->14} | {:->17} | {:->14} | {:->10} |\n", "", "", "", "", "");
+    const double base = median(agg[0]);
+    for (size_t i = 0; i < o.concurrency.size(); ++i) {
+      const double m = median(agg[i]);
+      const auto [lo, hi] = std::minmax_element(agg[i].begin(), agg[i].end());
+      fmt::print("| {:>7} | {:>14.2f} | {:>17} | {:>14.2f} | {:>9.2f}x |\n", o.concurrency[i], m,
+                 fmt::format("{:.1f} - {:.1f}", *lo, *hi),
+                 m / static_cast<double>(o.concurrency[i]), m / base);
     }
   }
   if (o.long_prompt > 0) {
