@@ -480,6 +480,16 @@ bool Engine::step() {
       ++i;
       continue;
     }
+    if (running_.size() == 1 && !completing_.empty()) {
+      // Finished replies hold blocks only to cache their last token: they give way first.
+      plan.erase(std::remove_if(plan.begin(), plan.end(),
+                                [](const auto& p) { return p.first->completing; }),
+                 plan.end());
+      for (auto& c : completing_) release_to_cache(*c);
+      completing_.clear();
+      i = 0;
+      continue;
+    }
     if (running_.size() == 1) {  // alone and still too big for the whole pool: never fits
       finish(s, FinishReason::ContextFull, "the KV pool cannot hold this sequence");
       running_.clear();

@@ -112,7 +112,8 @@ TEST_P(EngineExact, BatchedChunkedAndPreemptedEqualAlone) {
       for (size_t i = 0; i < prompts.size(); ++i) {
         EXPECT_TRUE(got[i].finished);
         EXPECT_EQ(got[i].tokens, want[i])
-            << "request " << i << " blocks " << kv_blocks << " step " << step_tokens;
+            << "request " << i << " blocks " << kv_blocks << " step " << step_tokens << " reason "
+            << finish_reason_name(got[i].reason);
         EXPECT_EQ(got[i].stats.prompt_tokens, static_cast<int64_t>(prompts[i].size()));
         preemptions += got[i].stats.preemptions;
       }
