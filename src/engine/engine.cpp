@@ -482,8 +482,9 @@ bool Engine::step() {
       ++i;
       continue;
     }
-    if (running_.size() == 1 && !completing_.empty()) {
-      // Finished replies hold blocks only to cache their last token: they give way first.
+    if (!completing_.empty()) {
+      // Finished replies hold blocks only to cache their last token: they give way before a
+      // running sequence is preempted (recomputed later) or failed.
       plan.erase(std::remove_if(plan.begin(), plan.end(),
                                 [](const auto& p) { return p.first->completing; }),
                  plan.end());
