@@ -163,7 +163,7 @@ void Model::repack() {
   for (const MatrixView* m : todo) total += ops::packed_bytes(m->type, m->n_rows, m->n_cols);
   // Huge pages: decode streams all of it every step, and with 4 KiB pages a TLB miss per
   // page cost ~16% of single-stream decode speed (measured: 41 -> 49 tok/s, Qwen3-0.6B Q8_0).
-  packed_ = AnonymousMemory(total, true, "repacked weights");
+  packed_ = AnonymousMemory::huge_pages(total, "repacked weights");
   size_t off = 0;
   for (MatrixView* m : todo) {
     for (int64_t r = 0; r < m->n_rows; r += kChunkRows) {

@@ -14,23 +14,31 @@ namespace {
 constexpr size_t kHugePage = size_t{2} << 20;
 }
 
-AnonymousMemory::AnonymousMemory(size_t bytes, bool huge_pages, const char* what) {
+AnonymousMemory AnonymousMemory::huge_pages(size_t bytes, const char* what) {
+  return AnonymousMemory(bytes, true, what);
+}
+
+AnonymousMemory AnonymousMemory::lazy(size_t bytes, const char* what) {
+  return AnonymousMemory(bytes, false, what);
+}
+
+AnonymousMemory::AnonymousMemory(size_t bytes, bool huge, const char* what) {
   if (bytes == 0) return;
   // Over-reserve by one huge page so that a 2 MiB boundary can start the data; the unused
   // head and tail are never touched, so they cost address space only.
-  const size_t slack = huge_pages ? kHugePage : 0;
-  if (bytes > SIZE_MAX - slack) fail("{}: cannot reserve {} bytes", what, bytes);
+  const size_t slack = huge ? kHugePage : 0;
+  if (bytes > SIZE_MAX - slack) fail("{}: cannot map {} bytes", what, bytes);
   map_bytes_ = bytes + slack;
   void* p = ::mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+                   MAP_PRIVATE | MAP_ANONYMOUS | (huge ? 0 : MAP_NORESERVE), -1, 0);
   if (p == MAP_FAILED) {
     const int e = errno;
     map_bytes_ = 0;
-    fail("{}: cannot reserve {} bytes: {}", what, bytes, std::strerror(e));
+    fail("{}: cannot map {} bytes: {}", what, bytes, std::strerror(e));
   }
   map_ = p;
   auto addr = reinterpret_cast<uintptr_t>(p);
-  if (huge_pages) {
+  if (huge) {
     addr = (addr + kHugePage - 1) / kHugePage * kHugePage;
     (void)::madvise(reinterpret_cast<void*>(addr), bytes, MADV_HUGEPAGE);  // advice only
   }

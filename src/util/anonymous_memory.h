@@ -1,7 +1,10 @@
-// A private anonymous mapping: memory committed page by page on first touch, returned to the
-// system whole on destruction. With `huge_pages`, the region is 2 MiB aligned and advised for
-// transparent huge pages (a no-op where the kernel has them off): data streamed in full every
-// step (the repacked weights) then costs one TLB entry per 2 MiB instead of per 4 KiB.
+// A private anonymous mapping, given back to the system whole on destruction. Pages are backed
+// on first touch. Two kinds:
+// - huge_pages: 2 MiB aligned and advised for transparent huge pages (a no-op where the kernel
+//   has them off), for data streamed in full every step (the repacked weights): one TLB entry
+//   per 2 MiB instead of per 4 KiB. The kernel's overcommit check applies, as for malloc.
+// - lazy: address space only (MAP_NORESERVE), for a pool whose blocks are used on demand (the
+//   KV pool); 4 KiB pages, so that first use never stalls on huge-page compaction.
 #pragma once
 
 #include <cstddef>
@@ -12,8 +15,9 @@ namespace hearth {
 class AnonymousMemory {
  public:
   AnonymousMemory() = default;
-  // Throws Error (naming `what`) when the address space cannot be reserved.
-  AnonymousMemory(size_t bytes, bool huge_pages, const char* what);
+  // Both throw Error (naming `what`) when the mapping cannot be made; 0 bytes maps nothing.
+  static AnonymousMemory huge_pages(size_t bytes, const char* what);
+  static AnonymousMemory lazy(size_t bytes, const char* what);
   ~AnonymousMemory();
   AnonymousMemory(AnonymousMemory&& o) noexcept;
   AnonymousMemory& operator=(AnonymousMemory&& o) noexcept;
@@ -24,6 +28,7 @@ class AnonymousMemory {
   size_t size() const { return size_; }
 
  private:
+  AnonymousMemory(size_t bytes, bool huge, const char* what);
   void release();
   void* map_ = nullptr;  // the whole mapping (data_ may start later, at a 2 MiB boundary)
   size_t map_bytes_ = 0;

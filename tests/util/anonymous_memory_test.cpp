@@ -12,7 +12,7 @@ namespace {
 
 TEST(AnonymousMemory, HugePageRegionsStartOnA2MiBBoundaryAndAreZeroedAndWritable) {
   const size_t n = (size_t{5} << 20) + 123;
-  AnonymousMemory m(n, true, "test");
+  AnonymousMemory m = AnonymousMemory::huge_pages(n, "test");
   ASSERT_NE(m.data(), nullptr);
   EXPECT_EQ(m.size(), n);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(m.data()) % (size_t{2} << 20), 0u);
@@ -24,7 +24,7 @@ TEST(AnonymousMemory, HugePageRegionsStartOnA2MiBBoundaryAndAreZeroedAndWritable
 }
 
 TEST(AnonymousMemory, MovesOwnershipAndEmptyIsNull) {
-  AnonymousMemory a(4096, false, "test");
+  AnonymousMemory a = AnonymousMemory::lazy(4096, "test");
   a.data()[100] = 7;
   uint8_t* p = a.data();
   AnonymousMemory b(std::move(a));
@@ -35,12 +35,22 @@ TEST(AnonymousMemory, MovesOwnershipAndEmptyIsNull) {
   AnonymousMemory c;
   c = std::move(b);
   EXPECT_EQ(c.data(), p);
-  EXPECT_EQ(AnonymousMemory(0, true, "test").data(), nullptr);
+  EXPECT_EQ(AnonymousMemory::huge_pages(0, "test").data(), nullptr);
+  EXPECT_EQ(AnonymousMemory::lazy(0, "test").data(), nullptr);
+}
+
+TEST(AnonymousMemory, ALazyPoolIsWritableWhereverItIsTouched) {
+  const size_t n = size_t{64} << 20;
+  AnonymousMemory m = AnonymousMemory::lazy(n, "pool");
+  ASSERT_NE(m.data(), nullptr);
+  m.data()[n / 2] = 5;
+  m.data()[n - 1] = 6;
+  EXPECT_EQ(m.data()[n / 2] + m.data()[n - 1] + m.data()[0], 11);
 }
 
 TEST(AnonymousMemory, AnImpossibleSizeIsAClearError) {
   try {
-    AnonymousMemory m(SIZE_MAX - 4096, true, "weights");
+    AnonymousMemory m = AnonymousMemory::huge_pages(SIZE_MAX - 4096, "weights");
     FAIL() << "reserved " << m.size() << " bytes";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("weights"), std::string::npos) << e.what();
