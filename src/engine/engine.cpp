@@ -451,16 +451,16 @@ bool Engine::step() {
     std::stable_sort(prefill.begin(), prefill.end(),
                      [&](auto* a, auto* b) { return rem(a) < rem(b); });
     int64_t reserve = std::min({rem(oldest), std::max<int64_t>(1, opt_.step_tokens / 8), budget});
-    // When every newer prompt fits in this step, they get it to themselves (a short request
-    // then gets its first token after a step as short as on an idle server: filling the rest
-    // of the budget from the oldest prompt would lengthen it) — every other step at most, so
-    // the oldest still advances.
+    // When every newer prompt fits in this step, they get it to themselves unless the oldest's
+    // rest fits too (a short request then gets its first token after a step as short as on an
+    // idle server: filling the budget with part of a long prompt would lengthen it) — every
+    // other step at most, so the oldest still advances.
     int64_t newer = 0;
     for (Sequence* s : prefill)
       if (s != oldest) newer += rem(s);
     if (newer > 0 && newer <= budget && !reserve_skipped_) {
       reserve = 0;
-      budget = newer;
+      if (newer + rem(oldest) > budget) budget = newer;
       reserve_skipped_ = true;
     } else {
       reserve_skipped_ = false;
