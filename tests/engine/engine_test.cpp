@@ -159,6 +159,42 @@ TEST(Engine, CancelMidPrefillAndMidDecodeReturnsEveryBlock) {
   EXPECT_EQ(engine.kv_pool().n_free() + engine.cache_only_blocks(), engine.kv_pool().n_blocks());
 }
 
+TEST(Engine, PromptsThatFitShareAStepAndShortOnesGoAheadOfALongOne) {
+  HEARTH_SHARED_OR_SKIP(path, "models/synthetic/qwen3-Q8_0.gguf");
+  Fixture f = load(path);
+  ops::ThreadPool pool(2);
+  EngineOptions o;
+  o.step_tokens = 64;
+  o.max_seq_tokens = 512;
+  {
+    // Four prompts that fit one step together: all four get their first token from it.
+    Engine engine(*f.model, *f.tok, o, pool);
+    std::vector<Collected> got(4);
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_TRUE(
+          engine.submit(request(prompt(12, static_cast<uint32_t>(20 + i)), 3, &got[i])).ok());
+    engine.step();
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i].tokens.size(), 1u) << "request " << i;
+    engine.run_until_idle();
+  }
+  {
+    // A short prompt arriving during a long prefill gets the next step to itself.
+    o.step_tokens = 32;
+    Engine engine(*f.model, *f.tok, o, pool);
+    Collected lng, shrt;
+    ASSERT_TRUE(engine.submit(request(prompt(300, 30), 2, &lng)).ok());
+    engine.step();
+    engine.step();
+    ASSERT_TRUE(engine.submit(request(prompt(20, 31), 2, &shrt)).ok());
+    engine.step();
+    EXPECT_EQ(shrt.tokens.size(), 1u);
+    EXPECT_TRUE(lng.tokens.empty());
+    engine.run_until_idle();
+    EXPECT_EQ(lng.tokens.size(), 2u);
+    EXPECT_EQ(shrt.tokens.size(), 2u);
+  }
+}
+
 TEST(Engine, StressRandomSubmitCancelFinishNearExhaustion) {
   HEARTH_SHARED_OR_SKIP(path, "models/synthetic/llama-tied-Q4_K.gguf");
   Fixture f = load(path);
