@@ -138,7 +138,7 @@ void Model::bind() {
 namespace hearth {
 
 void Model::repack() {
-  if (ops::simd_level() != ops::SimdLevel::Avx2) return;
+  if (ops::simd_level() < ops::SimdLevel::Avx2) return;
   if (const char* e = std::getenv("HEARTH_REPACK"); e != nullptr && std::string(e) == "0") return;
   std::vector<MatrixView*> todo;
   auto consider = [&](MatrixView& m) {

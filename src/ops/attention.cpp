@@ -246,7 +246,7 @@ void attention_batch(std::span<const AttentionArgs> a, std::span<const KvSeqView
   for (size_t i : order) append_tasks(a[i], kv[i], tasks);
   bool simd = false;
 #if defined(__x86_64__)
-  simd = simd_level() == SimdLevel::Avx2;
+  simd = simd_level() >= SimdLevel::Avx2;
 #endif
   const std::vector<detail::AttnTask>& list = tasks;  // the workers see their own thread_locals
   pool.parallel_for(static_cast<int64_t>(list.size()), [&](int64_t i, int) {

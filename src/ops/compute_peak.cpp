@@ -41,10 +41,14 @@ double rate(ThreadPool& pool, double (*loop)(int64_t), double seconds, int reps)
 
 ComputePeak measure_compute_peak(ThreadPool& pool, double seconds, int reps) {
   ComputePeak p;
-  if (simd_level() != SimdLevel::Avx2) return p;
+  if (simd_level() < SimdLevel::Avx2) return p;
   p.f32 = rate(pool, detail::avx2::peak_f32_fma, seconds, reps);
   p.s8s8 = rate(pool, detail::avx2::peak_s8s8, seconds, reps);
   p.u8s8 = rate(pool, detail::avx2::peak_u8s8, seconds, reps);
+  if (simd_level() >= SimdLevel::Avx2Vnni) {
+    p.s8s8_vnni = rate(pool, detail::avxvnni::peak_s8s8, seconds, reps);
+    p.u8s8_vnni = rate(pool, detail::avxvnni::peak_u8s8, seconds, reps);
+  }
   return p;
 }
 
@@ -55,8 +59,9 @@ double compute_peak_for(const ComputePeak& peak, TensorType w) {
     case TensorType::BF16:
       return peak.f32;
     case TensorType::Q8_0:
-      return peak.s8s8;
+      return peak.s8s8_vnni > 0 ? peak.s8s8_vnni : peak.s8s8;
     case TensorType::Q4_0:
+      return peak.u8s8_vnni > 0 ? peak.u8s8_vnni : peak.u8s8;
     case TensorType::Q4_K:
     case TensorType::Q6_K:
       return peak.u8s8;

@@ -16,13 +16,18 @@ struct ComputePeak {
   double s8s8 = 0;
   // ops/s of the nibble tile step (Q4_0/Q4_K/Q6_K levels): per 32 MACs maddubs, add
   double u8s8 = 0;
+  // The packed Q8_0 / Q4_0 steps on vpdpbusd, measured at SimdLevel::Avx2Vnni (else 0): per 32
+  // MACs sign + vpdpbusd, and vpdpbusd alone.
+  double s8s8_vnni = 0;
+  double u8s8_vnni = 0;
 };
 
 // Zeros when the SIMD level has no probe (scalar); each figure is the best of `reps` runs of
 // about `seconds` each.
 ComputePeak measure_compute_peak(ThreadPool& pool, double seconds = 0.05, int reps = 3);
 
-// The figure the kernels of weight type `w` run against (0 when none applies).
+// The figure the kernels of weight type `w` run against (0 when none applies): the VNNI step
+// for Q8_0 / Q4_0 where it was measured.
 double compute_peak_for(const ComputePeak& peak, TensorType w);
 
 }  // namespace hearth::ops

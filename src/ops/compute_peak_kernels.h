@@ -11,3 +11,10 @@ double peak_s8s8(int64_t iters);
 double peak_u8s8(int64_t iters);
 
 }  // namespace hearth::ops::detail::avx2
+
+namespace hearth::ops::detail::avxvnni {
+
+double peak_s8s8(int64_t iters);
+double peak_u8s8(int64_t iters);
+
+}  // namespace hearth::ops::detail::avxvnni

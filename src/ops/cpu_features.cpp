@@ -1,5 +1,6 @@
 #include "ops/cpu_features.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -39,12 +40,21 @@ CpuFeatures detect() {
   return f;
 }
 
-SimdLevel best_level() {
+// The highest level the CPU runs, and no higher than `want`.
+SimdLevel clamp(SimdLevel want) {
   const CpuFeatures& f = cpu_features();
-  SimdLevel l = (f.avx2 && f.fma && f.f16c) ? SimdLevel::Avx2 : SimdLevel::Scalar;
-  if (const char* env = std::getenv("HEARTH_SIMD"); env && std::strcmp(env, "scalar") == 0)
-    l = SimdLevel::Scalar;
-  return l;
+  SimdLevel l = SimdLevel::Scalar;
+  if (f.avx2 && f.fma && f.f16c) l = f.avxvnni ? SimdLevel::Avx2Vnni : SimdLevel::Avx2;
+  return std::min(l, want);
+}
+
+SimdLevel best_level() {
+  SimdLevel want = SimdLevel::Avx2Vnni;
+  if (const char* env = std::getenv("HEARTH_SIMD")) {
+    if (std::strcmp(env, "scalar") == 0) want = SimdLevel::Scalar;
+    if (std::strcmp(env, "avx2") == 0) want = SimdLevel::Avx2;
+  }
+  return clamp(want);
 }
 
 std::atomic<int> g_level{-1};
@@ -83,13 +93,18 @@ SimdLevel simd_level() {
 }
 
 void set_simd_level(SimdLevel level) {
-  const CpuFeatures& f = cpu_features();
-  if (level == SimdLevel::Avx2 && !(f.avx2 && f.fma && f.f16c)) level = SimdLevel::Scalar;
-  g_level.store(static_cast<int>(level), std::memory_order_relaxed);
+  g_level.store(static_cast<int>(clamp(level)), std::memory_order_relaxed);
 }
 
 const char* simd_level_name(SimdLevel level) {
-  return level == SimdLevel::Avx2 ? "avx2" : "scalar";
+  switch (level) {
+    case SimdLevel::Avx2Vnni:
+      return "avx2+vnni";
+    case SimdLevel::Avx2:
+      return "avx2";
+    default:
+      return "scalar";
+  }
 }
 
 }  // namespace hearth::ops

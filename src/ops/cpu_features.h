@@ -1,12 +1,15 @@
 // CPU features detected once at run time; kernels are dispatched on them (one SIMD dispatch
-// layer: AVX2+FMA+F16C today, scalar fallback always, room for AVX-512 and NEON).
+// layer: AVX2+FMA+F16C, plus AVX-VNNI's int8 dot product where the CPU has it, scalar fallback
+// always, room for AVX-512 and NEON).
 #pragma once
 
 #include <string>
 
 namespace hearth::ops {
 
-enum class SimdLevel { Scalar = 0, Avx2 = 1 };
+// Ordered: each level has every kernel of the levels below it. Avx2Vnni is Avx2 with the packed
+// Q8_0 / Q4_0 matmuls on vpdpbusd (bit-identical results).
+enum class SimdLevel { Scalar = 0, Avx2 = 1, Avx2Vnni = 2 };
 
 struct CpuFeatures {
   bool avx2 = false, fma = false, f16c = false, avx512f = false, avx512bw = false,
@@ -16,8 +19,8 @@ struct CpuFeatures {
 
 const CpuFeatures& cpu_features();
 
-// The level kernels use: the best the CPU supports, lowered by HEARTH_SIMD=scalar (for tests
-// and comparisons) or set_simd_level().
+// The level kernels use: the best the CPU supports, lowered by HEARTH_SIMD=scalar|avx2 (for
+// tests and comparisons) or set_simd_level().
 SimdLevel simd_level();
 void set_simd_level(SimdLevel level);  // clamps to what the CPU supports
 const char* simd_level_name(SimdLevel level);

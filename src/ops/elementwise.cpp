@@ -14,7 +14,7 @@ namespace {
 
 bool use_avx2() {
 #if defined(__x86_64__)
-  return simd_level() == SimdLevel::Avx2;
+  return simd_level() >= SimdLevel::Avx2;
 #else
   return false;
 #endif

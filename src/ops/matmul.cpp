@@ -116,6 +116,8 @@ void check(const MatrixView& w, const mm::Acts& x) {
 
 void rows_dispatch(bool simd, const MatrixView& w, const mm::Acts& x, float* y, int64_t r0,
                    int64_t r1) {
+  if (simd && simd_level() >= SimdLevel::Avx2Vnni && mm::rows_avxvnni(w, x, y, w.n_rows, r0, r1))
+    return;
   if (simd && mm::rows_avx2(w, x, y, w.n_rows, r0, r1)) return;
   mm::rows_scalar(w, x, y, w.n_rows, r0, r1);
 }
@@ -147,7 +149,7 @@ void run_group(std::span<const MatmulOut> outs, const mm::Acts& x, ThreadPool& p
   for (const MatmulOut& o : outs) {
     check(*o.w, x);
     if (o.w->n_rows == 0 || x.n_tok == 0) continue;
-    const bool simd = simd_level() == SimdLevel::Avx2 && mm::avx2_has_kernel(o.w->type);
+    const bool simd = simd_level() >= SimdLevel::Avx2 && mm::avx2_has_kernel(o.w->type);
     const int64_t chunk = row_chunk(*o.w, x, pool.size());
     jobs[n_jobs++] = {o.w, o.y, simd, chunk, n_tasks};
     n_tasks += (o.w->n_rows + chunk - 1) / chunk;
@@ -211,12 +213,12 @@ bool matmul_supported(TensorType w) {
 }
 
 bool matmul_has_simd_kernel(TensorType w) {
-  return simd_level() == SimdLevel::Avx2 && mm::avx2_has_kernel(w);
+  return simd_level() >= SimdLevel::Avx2 && mm::avx2_has_kernel(w);
 }
 
 void quantize_activations(TensorType act_type, const float* x, int64_t n_tok, int64_t n_cols,
                           QuantizedActivations& out) {
-  quantize_into(act_type, x, n_tok, n_cols, out, simd_level() == SimdLevel::Avx2, nullptr);
+  quantize_into(act_type, x, n_tok, n_cols, out, simd_level() >= SimdLevel::Avx2, nullptr);
 }
 
 void quantize_activations_scalar(TensorType act_type, const float* x, int64_t n_tok, int64_t n_cols,
@@ -230,7 +232,7 @@ void prepare_activations(TensorType act_type, int64_t n_tok, int64_t n_cols,
 }
 
 void quantize_activation_rows(const float* x, int64_t t0, int64_t t1, QuantizedActivations& out) {
-  rows_into(x, t0, t1, out, simd_level() == SimdLevel::Avx2);
+  rows_into(x, t0, t1, out, simd_level() >= SimdLevel::Avx2);
 }
 
 size_t activation_row_stride(TensorType act_type, int64_t n_cols) {
@@ -279,7 +281,7 @@ void matmul(const MatrixView& w, const float* x, int64_t n_tok, float* y, Thread
   }
   if (!matmul_supported(w.type)) fail("matmul: weight type {} is not supported", type_name(w.type));
   thread_local QuantizedActivations buf;  // reused: no allocation per call once warm
-  quantize_into(act, x, n_tok, w.n_cols, buf, simd_level() == SimdLevel::Avx2, &pool);
+  quantize_into(act, x, n_tok, w.n_cols, buf, simd_level() >= SimdLevel::Avx2, &pool);
   run(w, view(buf), y, pool);
 }
 
@@ -288,7 +290,7 @@ void matmul_rows(const MatrixView& w, const QuantizedActivations& x, float* y, i
   const mm::Acts a = view(x);
   check(w, a);
   if (r0 < 0 || r1 > w.n_rows || r0 > r1) fail("matmul_rows: bad row range [{}, {})", r0, r1);
-  const bool simd = simd_level() == SimdLevel::Avx2 && mm::avx2_has_kernel(w.type);
+  const bool simd = simd_level() >= SimdLevel::Avx2 && mm::avx2_has_kernel(w.type);
   rows_dispatch(simd, w, a, y, r0, r1);
 }
 
@@ -302,7 +304,7 @@ void matmul_scalar(const MatrixView& w, const QuantizedActivations& x, float* y)
 }  // namespace hearth::ops
 
 #if !(defined(__x86_64__) || defined(_M_X64))
-// No AVX2 kernels on this architecture: simd_level() never reports Avx2, these are never used.
+// No AVX2 kernels on this architecture: simd_level() is always Scalar, these are never used.
 namespace hearth::ops::mm {
 void quantize_rows_avx2(TensorType act_type, const float* x, int64_t n_tok, int64_t n_cols,
                         uint8_t* out, const ActLayout& lay) {
@@ -312,6 +314,9 @@ bool rows_avx2(const MatrixView&, const Acts&, float*, int64_t, int64_t, int64_t
   return false;
 }
 bool avx2_has_kernel(TensorType) {
+  return false;
+}
+bool rows_avxvnni(const MatrixView&, const Acts&, float*, int64_t, int64_t, int64_t) {
   return false;
 }
 }  // namespace hearth::ops::mm

@@ -15,7 +15,7 @@ namespace {
 TEST(ComputePeak, EveryFigureIsMeasuredWhereThereIsAProbe) {
   ThreadPool pool(2);
   const ComputePeak p = measure_compute_peak(pool, 0.002, 1);
-  if (simd_level() != SimdLevel::Avx2) {
+  if (simd_level() < SimdLevel::Avx2) {
     EXPECT_EQ(p.f32, 0);  // no probe: unknown, not made up
     return;
   }
@@ -23,14 +23,26 @@ TEST(ComputePeak, EveryFigureIsMeasuredWhereThereIsAProbe) {
     EXPECT_GT(r, 0);
     EXPECT_TRUE(std::isfinite(r));
   }
+  if (simd_level() < SimdLevel::Avx2Vnni) {
+    EXPECT_EQ(p.s8s8_vnni, 0);
+    EXPECT_EQ(p.u8s8_vnni, 0);
+    return;
+  }
+  for (double r : {p.s8s8_vnni, p.u8s8_vnni}) {
+    EXPECT_GT(r, 0);
+    EXPECT_TRUE(std::isfinite(r));
+  }
 }
 
 TEST(ComputePeak, LoopsCountTheOperationsTheyDo) {
-  if (simd_level() != SimdLevel::Avx2) GTEST_SKIP() << "no AVX2 probe on this CPU";
+  if (simd_level() < SimdLevel::Avx2) GTEST_SKIP() << "no AVX2 probe on this CPU";
   // 10 FMA chains x 8 lanes; 6 tokens x 32 MACs; 6 tokens x 64 MACs; 2 operations per MAC.
   EXPECT_EQ(detail::avx2::peak_f32_fma(7), 7.0 * 10 * 8 * 2);
   EXPECT_EQ(detail::avx2::peak_s8s8(7), 7.0 * 6 * 32 * 2);
   EXPECT_EQ(detail::avx2::peak_u8s8(7), 7.0 * 6 * 64 * 2);
+  if (simd_level() < SimdLevel::Avx2Vnni) return;
+  EXPECT_EQ(detail::avxvnni::peak_s8s8(7), 7.0 * 6 * 32 * 2);
+  EXPECT_EQ(detail::avxvnni::peak_u8s8(7), 7.0 * 6 * 64 * 2);
 }
 
 TEST(ComputePeak, EachWeightTypeIsMeasuredAgainstItsKernelStep) {
@@ -42,6 +54,13 @@ TEST(ComputePeak, EachWeightTypeIsMeasuredAgainstItsKernelStep) {
   EXPECT_EQ(compute_peak_for(p, TensorType::Q4_K), 3);
   EXPECT_EQ(compute_peak_for(p, TensorType::Q6_K), 3);
   EXPECT_EQ(compute_peak_for(p, TensorType::Q5_1), 0);  // no probe of its step
+  // Where the VNNI steps were measured, the packed Q8_0 / Q4_0 kernels run on them; the
+  // K-quants stay on the AVX2 step.
+  const ComputePeak v{1, 2, 3, 4, 5};
+  EXPECT_EQ(compute_peak_for(v, TensorType::Q8_0), 4);
+  EXPECT_EQ(compute_peak_for(v, TensorType::Q4_0), 5);
+  EXPECT_EQ(compute_peak_for(v, TensorType::Q4_K), 3);
+  EXPECT_EQ(compute_peak_for(v, TensorType::Q6_K), 3);
 }
 
 }  // namespace

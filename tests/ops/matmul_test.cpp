@@ -69,6 +69,18 @@ bool have_avx2() {
   return f.avx2 && f.fma && f.f16c;
 }
 
+// Every level this CPU runs, highest first (Scalar last).
+std::vector<SimdLevel> levels() {
+  const SimdLevel saved = simd_level();
+  std::vector<SimdLevel> l;
+  for (SimdLevel want : {SimdLevel::Avx2Vnni, SimdLevel::Avx2, SimdLevel::Scalar}) {
+    set_simd_level(want);
+    if (simd_level() == want) l.push_back(want);
+  }
+  set_simd_level(saved);
+  return l;
+}
+
 std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd(0.0f, scale);
@@ -443,12 +455,21 @@ TEST(Matmul, SimdMatchesScalarReference) {
               const MatrixView m = pack ? packed(w.view(rows), buf) : w.view(rows);
               std::vector<float> y_simd(static_cast<size_t>(n_tok * rows), -1.0f);
               std::vector<float> y_ref(y_simd.size(), -2.0f);
+              const std::string what = label(type, rows, cols, n_tok) + (variant ? " raw" : "") +
+                                       (pack ? " packed" : "");
               set_simd_level(SimdLevel::Avx2);
               matmul(m, a, y_simd.data(), pool);
               matmul_scalar(m, a, y_ref.data());
-              expect_close(m, n_tok, mass, y_simd.data(), y_ref.data(),
-                           label(type, rows, cols, n_tok) + (variant ? " raw" : "") +
-                               (pack ? " packed" : ""));
+              expect_close(m, n_tok, mass, y_simd.data(), y_ref.data(), what);
+              // Levels above AVX2 change instructions, never results.
+              for (SimdLevel l : levels()) {
+                if (l <= SimdLevel::Avx2) continue;
+                std::vector<float> y_l(y_simd.size(), -3.0f);
+                set_simd_level(l);
+                matmul(m, a, y_l.data(), pool);
+                EXPECT_EQ(std::memcmp(y_l.data(), y_simd.data(), y_l.size() * 4), 0)
+                    << what << " " << simd_level_name(l) << " differs from avx2";
+              }
               if (HasFailure()) return;
             }
           }
@@ -511,9 +532,8 @@ TEST(Matmul, IntegerDotsAreExact) {
     // Expected: Σ dequantized weight (an integer with unit scales) × q.
     std::vector<float> deq(static_cast<size_t>(cols));
     std::vector<float> y(static_cast<size_t>(rows * n_tok));
-    for (SimdLevel level : {SimdLevel::Scalar, SimdLevel::Avx2})
+    for (SimdLevel level : levels())
       for (bool pack : layouts(type)) {
-        if (level == SimdLevel::Avx2 && !have_avx2()) continue;
         const MatrixView& m = pack ? pk : plain;
         set_simd_level(level);
         matmul(m, a, y.data(), pool);
@@ -538,8 +558,7 @@ TEST(Matmul, IntegerDotsAreExact) {
 TEST(Matmul, BatchThreadAndSplitInvariance) {
   LevelGuard guard;
   ThreadPool pool1(1), pool2(2), pool3(3);
-  for (SimdLevel level : {SimdLevel::Avx2, SimdLevel::Scalar}) {
-    if (level == SimdLevel::Avx2 && !have_avx2()) continue;
+  for (SimdLevel level : levels()) {
     set_simd_level(level);
     for (T type : kAllTypes) {
       for (int64_t cols : {is_kquant(type) ? int64_t{512} : int64_t{96}, int64_t{1024}})
@@ -593,8 +612,7 @@ TEST(Matmul, BatchThreadAndSplitInvariance) {
 TEST(Matmul, MatchesDequantizedReference) {
   LevelGuard guard;
   ThreadPool pool(2);
-  for (SimdLevel level : {SimdLevel::Avx2, SimdLevel::Scalar}) {
-    if (level == SimdLevel::Avx2 && !have_avx2()) continue;
+  for (SimdLevel level : levels()) {
     set_simd_level(level);
     for (T type : kAllTypes) {
       const int64_t cols = is_kquant(type) ? 768 : (is_float(type) ? 100 : 1024);
@@ -629,8 +647,7 @@ TEST(Matmul, MatchesDequantizedReference) {
 TEST(Matmul, PaddedRowStride) {
   LevelGuard guard;
   ThreadPool pool(2);
-  for (SimdLevel level : {SimdLevel::Avx2, SimdLevel::Scalar}) {
-    if (level == SimdLevel::Avx2 && !have_avx2()) continue;
+  for (SimdLevel level : levels()) {
     set_simd_level(level);
     for (T type : kAllTypes) {
       const int64_t cols = is_kquant(type) ? 512 : 96, rows = 37, n_tok = 6;

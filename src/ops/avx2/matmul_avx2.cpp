@@ -1,4 +1,4 @@
-// AVX2 matmul kernels (compiled with -mavx2 -mfma -mf16c; called only at SimdLevel::Avx2).
+// AVX2 matmul kernels (compiled with -mavx2 -mfma -mf16c; called at SimdLevel::Avx2 and above).
 //
 // Quantized weights × 8-bit activations use integer dot products: vpmaddubsw (u8 × s8 pairs
 // into int16) and vpmaddwd (int16 pairs into int32; Q8_0 widens both sides to int16 and uses
@@ -19,105 +19,21 @@
 // serves both.
 //
 // The kernels read the GGUF block layout as mapped from the file, except Q8_0 / Q4_0 matrices the
-// model repacked (ops/packed_rows.h), which have their own kernels at the end.
+// model repacked (ops/packed_rows.h), which have their own kernels (ops/avx2/packed_matmul.h).
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
+#include "ops/avx2/kernel_helpers.h"
+#include "ops/avx2/packed_matmul.h"
 #include "ops/matmul.h"
 #include "ops/matmul_kernels.h"
-#include "ops/packed_rows.h"
 #include "quant/blocks.h"
 
 namespace hearth::ops::mm {
 namespace {
-
-#define MM_INLINE inline __attribute__((always_inline))
-
-// ---------------------------------------------------------------------------------------------
-// Small helpers
-
-MM_INLINE __m256i loadu256(const void* p) {
-  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
-}
-MM_INLINE __m128i loadu128(const void* p) {
-  return _mm_loadu_si128(static_cast<const __m128i*>(p));
-}
-MM_INLINE uint16_t ld16(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, 2);
-  return v;
-}
-MM_INLINE uint32_t ld32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-// An empty asm that "changes" v: the adds into v stay one chain in program order. Without it
-// GCC re-associates a tile's int32 adds into a tree and spills the partial sums (PQ8, 4 tokens:
-// 13 vectors stored and reloaded per block).
-MM_INLINE void in_order(__m256i& v) {
-  asm("" : "+x"(v));
-}
-MM_INLINE float h2f(uint16_t h) {
-  return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h)));
-}
-
-// ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)): the one reduction order used everywhere.
-MM_INLINE float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-MM_INLINE int32_t hsum_i32(__m256i v) {
-  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
-  return _mm_cvtsi128_si32(s);
-}
-
-MM_INLINE __m256i ones16() {
-  return _mm256_set1_epi16(1);
-}
-
-// Keeps v in a register at this point: stops the compiler from reassociating a running integer
-// sum into a tree of spilled partial products.
-MM_INLINE void opaque(__m256i& v) {
-  asm("" : "+x"(v));
-}
-
-// Byte i of the result is 0xFF where bit i of x is set (i < 32).
-MM_INLINE __m256i bits_to_bytes(uint32_t x) {
-  const __m256i shuf =
-      _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303);
-  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ULL));
-  const __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(x)), shuf);
-  return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
-}
-
-// The f16 scales at offset `off` of R <= 8 blocks, widened into lanes 0..R-1 (exact).
-template <int R>
-MM_INLINE __m256 packed_scales(const uint8_t* const* blk, size_t off) {
-  static_assert(R >= 1 && R <= 8);
-  uint64_t lo = 0, hi = 0;
-#pragma GCC unroll 8
-  for (int k = 0; k < R; ++k) {
-    const uint64_t h = ld16(blk[k] + off);
-    if (k < 4)
-      lo |= h << (16 * k);
-    else
-      hi |= h << (16 * (k - 4));
-  }
-  if constexpr (R <= 4) {
-    return _mm256_castps128_ps256(_mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<int64_t>(lo))));
-  } else {
-    return _mm256_cvtph_ps(_mm_set_epi64x(static_cast<int64_t>(hi), static_cast<int64_t>(lo)));
-  }
-}
 
 // ---------------------------------------------------------------------------------------------
 // Kernel context and the generic row/token tiling driver
@@ -128,29 +44,6 @@ MM_INLINE __m256 packed_scales(const uint8_t* const* blk, size_t off) {
 // the sequential-read bandwidth for F16/Q8_0; into L1 it was worse). The K-quant kernels read
 // one row at a time, a single sequential stream the hardware prefetcher follows by itself.
 constexpr int kPrefetchTiles = 2;
-
-struct Ctx {
-  const MatrixView& w;
-  const Acts& x;
-  float* y;
-  int64_t ys;  // y row stride (floats per token)
-};
-
-// The quantized activation rows of a tile's T tokens: levels, block scales and block sums.
-template <int T>
-struct TileActs {
-  const int8_t* q[T];
-  const float* d[T];
-  const int16_t* s[T];
-  MM_INLINE TileActs(const Acts& x, int64_t t0) {
-#pragma GCC unroll 8
-    for (int j = 0; j < T; ++j) {
-      q[j] = x.qs(t0 + j);
-      d[j] = x.d(t0 + j);
-      s[j] = x.sums(t0 + j);
-    }
-  }
-};
 
 // Tokens [t, t1) of rows [r, r + R) in tiles of T, then the remainder with smaller tiles.
 template <class K, int R, int T>
@@ -944,269 +837,6 @@ void quantize_rows_avx2(TensorType act_type, const float* x, int64_t n_tok, int6
   }
 }
 
-// ---------------------------------------------------------------------------------------------
-// Q8_0 / Q4_0 (Q4_K below) packed in groups of 8 rows (ops/packed_rows.h): one row per 32-bit lane.
-// Activation bytes are broadcast 4 at a time to every lane and multiplied with vpmaddubsw, so each
-// row's exact block dot I_b lands in its own lane. Then per row, in block order:
-//   acc = fma(float(I_b), dw_b · da_b, acc)
-// That one chain is all a (row, token) result ever is, whatever the tile, the batch or the row
-// split: batch invariant. Against the file-layout kernels this saves the horizontal reductions,
-// the per-row scale assembly, and (8 rows per vector) 7 of every 8 converts and FMAs.
-//
-// Q8_0: vpsignb moves w's sign onto a, vpmaddubsw(|w|, ±a) (|w| <= 128: pair sums < 2^15),
-// vpmaddwd per 4-element step. Q4_0: levels 0..15 straight into vpmaddubsw; the 8 steps' int16
-// sums fit (8 · 2 · 15 · 127 < 2^15) and one vpmaddwd per block widens them, then
-// I_b = Σ q·a − 8·S_b with S_b the activation block's sum (exact).
-//
-// The formats with one f16 scale per row and block (Q8_0, Q4_0): P::block gives the exact I_b
-// of the block's 8 rows, then acc[j] += float(I_b) · (dw_b · da_b).
-template <class P>
-struct OneScalePerBlock {
-  static constexpr int64_t kCols = 32;
-  template <int T>
-  static MM_INLINE void block_acc(const uint8_t* p, const TileActs<T>& xa, int64_t b, __m256* acc) {
-    __m256i is[T];
-    P::template block<T>(p, xa, b, is);
-    const __m256 dw = _mm256_cvtph_ps(loadu128(p));
-#pragma GCC unroll 8
-    for (int j = 0; j < T; ++j)
-      acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[j]),
-                               _mm256_mul_ps(dw, _mm256_broadcast_ss(xa.d[j] + b)), acc[j]);
-  }
-};
-
-struct PQ8 : OneScalePerBlock<PQ8> {
-  static constexpr size_t kBlock = 16 + 256;
-  static constexpr int kTP = 6;  // 6 int + 6 float accumulators + w, |w|, a, ones
-  template <int T>
-  static MM_INLINE void block(const uint8_t* p, const TileActs<T>& xa, int64_t b, __m256i* is) {
-    const __m256i ones = ones16();
-#pragma GCC unroll 8
-    for (int j = 0; j < T; ++j) is[j] = _mm256_setzero_si256();
-#pragma GCC unroll 8
-    for (int k = 0; k < 8; ++k) {
-      const __m256i w = loadu256(p + 16 + 32 * k);
-      const __m256i aw = _mm256_sign_epi8(w, w);  // |w|, read unsigned (-128 -> 128)
-#pragma GCC unroll 8
-      for (int j = 0; j < T; ++j) {
-        const uint8_t* a = reinterpret_cast<const uint8_t*>(xa.q[j]) + 32 * b + 4 * k;
-        const __m256i sa = _mm256_sign_epi8(_mm256_set1_epi32(static_cast<int>(ld32(a))), w);
-        is[j] = _mm256_add_epi32(is[j], _mm256_madd_epi16(_mm256_maddubs_epi16(aw, sa), ones));
-        in_order(is[j]);
-      }
-    }
-  }
-};
-
-// The int16 pair sums of 32 elements of 8 rows in the nibble layout (4 steps of 8 rows x 4
-// bytes at `steps`: low nibble element 8k + e, high nibble 8k + 4 + e, levels 0..15) against
-// activation bytes from offset `a_off` of each token: s16[j] (< 2^15: 8 · 2 · 15 · 128).
-template <int T>
-MM_INLINE void nibble_pair_sums(const uint8_t* steps, const TileActs<T>& xa, int64_t a_off,
-                                __m256i* s16) {
-  const __m256i m4 = _mm256_set1_epi8(0x0F);
-#pragma GCC unroll 8
-  for (int j = 0; j < T; ++j) s16[j] = _mm256_setzero_si256();
-#pragma GCC unroll 4
-  for (int k = 0; k < 4; ++k) {
-    const __m256i v = loadu256(steps + 32 * k);
-    const __m256i lo = _mm256_and_si256(v, m4);
-    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-#pragma GCC unroll 8
-    for (int j = 0; j < T; ++j) {
-      const uint8_t* a = reinterpret_cast<const uint8_t*>(xa.q[j]) + a_off + 8 * k;
-      const __m256i alo = _mm256_set1_epi32(static_cast<int>(ld32(a)));
-      const __m256i ahi = _mm256_set1_epi32(static_cast<int>(ld32(a + 4)));
-      s16[j] = _mm256_add_epi16(
-          s16[j], _mm256_add_epi16(_mm256_maddubs_epi16(lo, alo), _mm256_maddubs_epi16(hi, ahi)));
-    }
-  }
-}
-
-struct PQ4 : OneScalePerBlock<PQ4> {
-  static constexpr size_t kBlock = 16 + 128;
-  static constexpr int kTP = 6;
-  template <int T>
-  static MM_INLINE void block(const uint8_t* p, const TileActs<T>& xa, int64_t b, __m256i* is) {
-    __m256i s16[T];
-    nibble_pair_sums<T>(p + 16, xa, 32 * b, s16);
-#pragma GCC unroll 8
-    for (int j = 0; j < T; ++j)
-      is[j] = _mm256_sub_epi32(_mm256_madd_epi16(s16[j], ones16()),
-                               _mm256_set1_epi32(8 * static_cast<int>(xa.s[j][b])));
-  }
-};
-
-// Q4_K, one super-block (8 sub-blocks of 32) of 8 rows. Each sub-block's int16 pair sums are
-// built as Q4_0's (levels 0..15 into vpmaddubsw, 4 steps: < 2^15), then one vpmaddwd against the
-// row's 6-bit scale in both int16 halves gives sc_j · I_j per row lane, summed over j in int32
-// (|Σ| <= 8 · 63 · 32 · 15 · 128 < 2^31). The mins' term Σ_j m_j · S_j (S_j the activation sum
-// over sub-block j, from the Q8_K 16-sums) is 4 vpmaddwd of (m_2k, m_2k+1) row pairs against the
-// broadcast (S_2k, S_2k+1). Then per row, in order:
-//   acc = fma(float(Σ sc·I), d · da, acc);  acc = fnma(float(Σ m·S), dmin · da, acc)
-struct PQ4K {
-  static constexpr size_t kBlock = 8 * 2 * 2 + 8 * 8 + 4 * 8 * 2 + 8 * 128;
-  static constexpr int64_t kCols = 256;
-  static constexpr int kTP = 5;
-  template <int T>
-  static MM_INLINE void block_acc(const uint8_t* p, const TileActs<T>& xa, int64_t b, __m256* acc) {
-    __m256i is[T];
-#pragma GCC unroll 8
-    for (int j = 0; j < T; ++j) is[j] = _mm256_setzero_si256();
-    for (int sb = 0; sb < 8; ++sb) {
-      __m256i s16[T];
-      nibble_pair_sums<T>(p + 160 + 128 * sb, xa, 256 * b + 32 * sb, s16);
-      const __m256i sc32 =
-          _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 32 + 8 * sb)));
-      const __m256i sc = _mm256_or_si256(sc32, _mm256_slli_epi32(sc32, 16));
-#pragma GCC unroll 8
-      for (int j = 0; j < T; ++j) is[j] = _mm256_add_epi32(is[j], _mm256_madd_epi16(s16[j], sc));
-    }
-    const __m256 d = _mm256_cvtph_ps(loadu128(p)), dmin = _mm256_cvtph_ps(loadu128(p + 16));
-#pragma GCC unroll 8
-    for (int j = 0; j < T; ++j) {
-      // S_0..S_7 as int32, then int16: as int32 lanes [P0 P1 P0 P1 | P2 P3 P2 P3], P_k the pair
-      // (S_2k, S_2k+1).
-      const __m256i s32 = _mm256_madd_epi16(loadu256(xa.s[j] + 16 * b), ones16());
-      const __m256i pairs = _mm256_packs_epi32(s32, s32);
-      __m256i im = _mm256_setzero_si256();
-#pragma GCC unroll 4
-      for (int k = 0; k < 4; ++k) {
-        const __m256i mn = _mm256_cvtepu8_epi16(loadu128(p + 96 + 16 * k));
-        const __m256i pk = _mm256_permutevar8x32_epi32(pairs, _mm256_set1_epi32(k < 2 ? k : k + 2));
-        im = _mm256_add_epi32(im, _mm256_madd_epi16(mn, pk));
-      }
-      const __m256 da = _mm256_broadcast_ss(xa.d[j] + b);
-      acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[j]), _mm256_mul_ps(d, da), acc[j]);
-      acc[j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(im), _mm256_mul_ps(dmin, da), acc[j]);
-    }
-  }
-};
-
-// Q6_K, one super-block of 8 rows, in 16 pairs of 4-element steps (a pair = one 16-element
-// sub-block). Levels 0..63 are rebuilt per step from the low nibbles and the 2-bit planes (shared
-// by the tile's tokens), go straight into vpmaddubsw (lo + hi of one step: 4 · 63 · 128 < 2^15),
-// and each step's int16 pair sums meet the row's scale in a vpmaddwd. The −32 offset is
-// 32 · Σ_k sc_k · bsum_k, 8 vpmaddwd of row scale pairs against broadcast 16-sum pairs. Per row:
-//   acc = fma(float(Σ_k sc_k · I_k − 32 · Σ_k sc_k · bsum_k), d · da, acc)
-struct PQ6K {
-  static constexpr size_t kBlock = 8 * 2 + 8 * 16 + 16 * 96;
-  static constexpr int64_t kCols = 256;
-  static constexpr int kTP = 4;
-  template <int T>
-  static MM_INLINE void block_acc(const uint8_t* p, const TileActs<T>& xa, int64_t b, __m256* acc) {
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
-    const __m256i dup_lo = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13, 0,
-                                            1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);
-    const __m256i dup_hi = _mm256_add_epi8(dup_lo, _mm256_set1_epi8(2));
-    __m256i is[T], bs[T];
-#pragma GCC unroll 8
-    for (int j = 0; j < T; ++j) is[j] = bs[j] = _mm256_setzero_si256();
-    __m256i scp = _mm256_setzero_si256();
-    for (int P = 0; P < 16; ++P) {
-      if (P % 2 == 0) {
-        scp = _mm256_cvtepi8_epi16(loadu128(p + 16 + 8 * P));
-#pragma GCC unroll 8
-        for (int j = 0; j < T; ++j) {
-          const uint8_t* s = reinterpret_cast<const uint8_t*>(xa.s[j] + 16 * b + P);
-          bs[j] = _mm256_add_epi32(
-              bs[j], _mm256_madd_epi16(scp, _mm256_set1_epi32(static_cast<int>(ld32(s)))));
-        }
-      }
-      const __m256i sc = _mm256_shuffle_epi8(scp, P % 2 == 0 ? dup_lo : dup_hi);
-      const uint8_t* q = p + 144 + 96 * P;
-      const __m256i h = loadu256(q), l0 = loadu256(q + 32), l1 = loadu256(q + 64);
-      const __m256i w[4] = {
-          _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(h, 4), m30)),
-          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                          _mm256_and_si256(_mm256_slli_epi16(h, 2), m30)),
-          _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(h, m30)),
-          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                          _mm256_and_si256(_mm256_srli_epi16(h, 2), m30))};
-#pragma GCC unroll 8
-      for (int j = 0; j < T; ++j) {
-        const uint8_t* a = reinterpret_cast<const uint8_t*>(xa.q[j]) + 256 * b + 16 * P;
-#pragma GCC unroll 2
-        for (int st = 0; st < 2; ++st) {
-          const __m256i s16 = _mm256_add_epi16(
-              _mm256_maddubs_epi16(w[2 * st],
-                                   _mm256_set1_epi32(static_cast<int>(ld32(a + 8 * st)))),
-              _mm256_maddubs_epi16(w[2 * st + 1],
-                                   _mm256_set1_epi32(static_cast<int>(ld32(a + 8 * st + 4)))));
-          is[j] = _mm256_add_epi32(is[j], _mm256_madd_epi16(s16, sc));
-        }
-      }
-    }
-    const __m256 d = _mm256_cvtph_ps(loadu128(p));
-#pragma GCC unroll 8
-    for (int j = 0; j < T; ++j) {
-      const __m256i i32 = _mm256_sub_epi32(is[j], _mm256_slli_epi32(bs[j], 5));
-      acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i32),
-                               _mm256_mul_ps(d, _mm256_broadcast_ss(xa.d[j] + b)), acc[j]);
-    }
-  }
-};
-
-// Software prefetch distance of the packed tiles' first pass over a group (see packed_tile).
-constexpr int64_t kPackedPrefetch = 3072;
-
-template <class P, int T>
-__attribute__((noinline)) void packed_tile(const Ctx& c, int64_t g, int64_t t0, int64_t r0,
-                                           int64_t r1, bool first_pass) {
-  const int64_t nb = c.w.n_cols / P::kCols;
-  const uint8_t* p = c.w.packed + static_cast<size_t>(g * nb) * P::kBlock;
-  const TileActs<T> xa(c.x, t0);
-  __m256 acc[T];
-#pragma GCC unroll 8
-  for (int j = 0; j < T; ++j) acc[j] = _mm256_setzero_ps();
-  // The first tile of several tokens over a group streams its weights from memory: it
-  // prefetches kPackedPrefetch bytes ahead, a line for each line it reads. A small batch
-  // (concurrent decodes) computes long enough per byte that the hardware prefetchers fall
-  // behind (measured, 4 tokens, 2 threads, from memory: Q8_0 1024x3072 +15%, Q4_0 +14%,
-  // 3072x1024 unchanged). One token (plain decode) reads at full speed without it: it only
-  // lost there. Later tiles find the group in cache.
-  const char* pf = reinterpret_cast<const char*>(p) + kPackedPrefetch;
-  for (int64_t b = 0; b < nb; ++b, p += P::kBlock) {
-    if (T > 1 && first_pass)
-      for (const char* end = reinterpret_cast<const char*>(p) + P::kBlock + kPackedPrefetch;
-           pf < end; pf += 64)
-        _mm_prefetch(pf, _MM_HINT_T0);
-    P::template block_acc<T>(p, xa, b, acc);
-  }
-  const int64_t row0 = 8 * g;
-  if (row0 >= r0 && row0 + 8 <= r1) {
-#pragma GCC unroll 8
-    for (int j = 0; j < T; ++j) _mm256_storeu_ps(c.y + (t0 + j) * c.ys + row0, acc[j]);
-    return;
-  }
-  // A group the row range cuts: only its rows in [r0, r1) are written.
-  alignas(32) int32_t m[8];
-  for (int i = 0; i < 8; ++i) m[i] = row0 + i >= r0 && row0 + i < r1 ? -1 : 0;
-  const __m256i mask = _mm256_load_si256(reinterpret_cast<const __m256i*>(m));
-#pragma GCC unroll 8
-  for (int j = 0; j < T; ++j) _mm256_maskstore_ps(c.y + (t0 + j) * c.ys + row0, mask, acc[j]);
-}
-
-// Tokens [t, t1) of group g in tiles of T, then the remainder with smaller tiles.
-template <class P, int T>
-MM_INLINE void packed_tokens(const Ctx& c, int64_t g, int64_t t, int64_t t1, int64_t r0, int64_t r1,
-                             bool first_pass = true) {
-  for (; t + T <= t1; t += T, first_pass = false) packed_tile<P, T>(c, g, t, r0, r1, first_pass);
-  if constexpr (T > 1) packed_tokens<P, T - 1>(c, g, t, t1, r0, r1, first_pass);
-}
-
-template <class P>
-void drive_packed(const Ctx& c, int64_t r0, int64_t r1) {
-  const int64_t n_tok = c.x.n_tok, g0 = r0 / 8, g1 = (r1 + 7) / 8;
-  // Token blocks whose activations stay in L2 while each group's weights pass over them.
-  int64_t tb = static_cast<int64_t>((192 * 1024) / std::max<size_t>(1, c.x.lay.stride));
-  tb = std::max<int64_t>(P::kTP, tb / P::kTP * P::kTP);
-  for (int64_t t0 = 0; t0 < n_tok; t0 += tb) {
-    const int64_t t1 = std::min(n_tok, t0 + tb);
-    for (int64_t g = g0; g < g1; ++g) packed_tokens<P, P::kTP>(c, g, t0, t1, r0, r1);
-  }
-}
-
 // Every format the matmul layer supports has an AVX2 kernel; keep one list (ops::matmul_supported).
 bool avx2_has_kernel(TensorType w) {
   return matmul_supported(w);
@@ -1234,13 +864,13 @@ bool rows_avx2(const MatrixView& w, const Acts& x, float* y, int64_t y_stride, i
       return true;
     case TensorType::Q8_0:
       if (w.packed)
-        drive_packed<PQ8>(c, r0, r1);
+        drive_packed<PQ8<DotAvx2>>(c, r0, r1);
       else
         drive<KLegacy<WQ8_0, LEG_Q8_0>>(c, r0, r1);
       return true;
     case TensorType::Q4_0:
       if (w.packed)
-        drive_packed<PQ4>(c, r0, r1);
+        drive_packed<PQ4<DotAvx2>>(c, r0, r1);
       else
         drive<KPaired<WQ4_0, LEG_Q4_0>>(c, r0, r1);
       return true;

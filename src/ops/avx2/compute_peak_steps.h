@@ -1,0 +1,49 @@
+// Internal to the compute probe's loop files (ops/avx2, ops/avxvnni): the harness that runs one
+// kernel step from registers. In an anonymous namespace: each including file is compiled for
+// its own instruction set.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+namespace hearth::ops::detail {
+namespace {
+
+template <typename V>
+inline void opaque(V& v) {
+  asm volatile("" : "+x"(v));
+}
+
+volatile int sink;
+
+// Six tokens' activation bytes, broadcast four at a time from memory as the kernels do.
+alignas(64) const int8_t kActs[64] = {7, -9, 11, -13, 5, 3,  -2, 1, 9,  -7, 6, -5, 4, 3, -1, 2,
+                                      8, 7,  -6, 5,   4, -3, 2,  1, -9, 8,  7, 6,  5, 4, 3,  2};
+
+inline __m256i bcast(const int8_t* p) {
+  int32_t v;
+  __builtin_memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+
+// Runs step(w, a, acc) `iters` times, the weight vector and the activation pointer made opaque
+// every time (so nothing is hoisted: the activations are re-broadcast from memory, as the
+// kernels do), then folds the six per-token accumulators into the sink.
+template <class Step>
+inline void run_int_step(int64_t iters, __m256i w, Step&& step) {
+  __m256i acc[6];
+  for (auto& x : acc) x = _mm256_setzero_si256();
+  const int8_t* a = kActs;
+  for (int64_t n = 0; n < iters; ++n) {
+    opaque(w);
+    asm volatile("" : "+r"(a));
+    step(w, a, acc);
+  }
+  __m256i s = acc[0];
+  for (int i = 1; i < 6; ++i) s = _mm256_xor_si256(s, acc[i]);
+  sink = _mm256_cvtsi256_si32(s);
+}
+
+}  // namespace
+}  // namespace hearth::ops::detail
