@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "engine/step_cost.h"
 #include "engine/stop_matcher.h"
 
 #include "model/forward.h"
@@ -131,6 +132,7 @@ Engine::Engine(const Model& model, const Tokenizer& tokenizer, EngineOptions opt
                     [this](int32_t id) { return tok_.token_to_piece(id, true); },
                     [this](std::string_view text) { return tok_.encode(text, false, false); }},
       opt_(options),
+      cost_(model.hparams()),
       fwd_(model, pool),
       kv_(kv_layout_for(model.hparams(), options.kv_type, options.kv_block_tokens),
           model.hparams().n_layer,
@@ -269,7 +271,6 @@ void Engine::finish(Sequence& s, FinishReason reason, const std::string& error) 
   }
   totals_.prompt_tokens += s.stats.prompt_tokens;
   totals_.cached_tokens += s.stats.cached_tokens;
-  totals_.prefilled_tokens += s.stats.prefilled_tokens;
   totals_.generated_tokens += s.stats.generated_tokens;
   totals_.preemptions += s.stats.preemptions;
   EngineEvent e;
@@ -465,14 +466,20 @@ bool Engine::step() {
     } else {
       reserve_skipped_ = false;
     }
-    int64_t others = budget - reserve;
+    // Chunks are sized by what they cost (engine/step_cost.h): the budget is what its tokens
+    // cost at depth 0, and a chunk deep in a prompt takes fewer tokens for the same time.
+    const double total = cost_.chunk(0, budget);
+    const double for_others = total - cost_.chunk(0, reserve);
+    double used = 0;
     for (Sequence* s : prefill) {
-      if (s == oldest || others <= 0) continue;
-      const int64_t n = std::min(rem(s), others);
+      if (s == oldest || used >= for_others) continue;
+      const int64_t n = cost_.fit(s->n_computed, rem(s), for_others - used);
       plan.emplace_back(s, n);
-      others -= n;
+      used += cost_.chunk(s->n_computed, n);
     }
-    if (reserve + others > 0) plan.emplace_back(oldest, std::min(rem(oldest), reserve + others));
+    const double left = total - used;
+    const int64_t n = cost_.fit(oldest->n_computed, rem(oldest), left);
+    if (reserve > 0 || cost_.chunk(oldest->n_computed, n) <= left) plan.emplace_back(oldest, n);
   }
   // Blocks for the plan; when the pool runs out, preempt the newest running sequence (LIFO,
   // so the oldest conversations keep making progress) and try again from the start.
@@ -557,7 +564,10 @@ bool Engine::step() {
     const bool decode = plan[i].second == 1 && s.stats.generated_tokens > 0 &&
                         s.n_computed + 1 == static_cast<int64_t>(s.tokens.size());
     s.n_computed += plan[i].second;
-    if (!decode) s.stats.prefilled_tokens += plan[i].second;
+    if (!decode) {
+      s.stats.prefilled_tokens += plan[i].second;
+      totals_.prefilled_tokens += plan[i].second;  // as computed: metrics follow a long prefill
+    }
     if (batch[i].logits == Logits::None) continue;
     const std::span<const float> l(logits.data() + row * V, V);
     ++row;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "engine/request.h"
+#include "engine/step_cost.h"
 #include "kv/block_pool.h"
 #include "kv/disk_tier.h"
 #include "kv/prefix_cache.h"
@@ -31,11 +32,13 @@ namespace hearth {
 struct EngineOptions {
   int max_running = 8;  // sequences in the running set
   int max_queued = 64;  // waiting sequences; beyond: submit() answers busy
-  // Tokens per step (decode tokens + prefill chunks). Small steps cost little throughput
-  // (prefill speed is flat from 16 to 256 tokens per call) and bound how long a new request
-  // waits behind a long prompt: the step in flight when it arrives (measured, Qwen3-0.6B Q8_0,
-  // 8 arrivals during a 2,000-token prefill: TTFT 1.35x idle median, 1.89x worst at 32 tokens;
-  // 2.29x and 3.52x at 48; the long prompt's own TTFT the same, 19.6 and 20.0 s).
+  // Tokens per step (decode tokens + prefill chunks), counted at depth 0: a chunk deep in a
+  // prompt takes fewer tokens, as its attention costs more (engine/step_cost.h). Small steps
+  // cost little throughput and bound how long a new request waits behind a long prompt: the
+  // step in flight when it arrives (measured, Qwen3-0.6B Q8_0, 8 arrivals during a 2,000-token
+  // prefill, 32 tokens: TTFT 1.33-1.54x idle median, 1.54-1.78x worst with chunks sized by cost,
+  // 1.29-1.67x and 1.85-2.26x by token count; the long prompt's own TTFT 10.0-10.5 s against
+  // 9.3-9.6 s. At 48 tokens by count, on another machine: 2.29x and 3.52x).
   int64_t step_tokens = 32;
   int64_t max_seq_tokens = 4096;  // context per sequence (prompt + generation)
   TensorType kv_type = TensorType::F16;
@@ -108,6 +111,7 @@ class Engine {
   const Tokenizer& tok_;
   VocabAccess vocab_access_;  // what samplers need of the vocabulary
   EngineOptions opt_;
+  StepCost cost_;
   BatchForward fwd_;
   std::vector<float> logits_;  // the last step's logits, reused: no allocation per step
   BlockPool kv_;

@@ -195,6 +195,41 @@ TEST(Engine, PromptsThatFitShareAStepAndShortOnesGoAheadOfALongOne) {
   }
 }
 
+// A long prompt alone is prefilled in chunks sized by their cost (engine/step_cost.h): the full
+// step at depth 0, fewer tokens as its attention reaches further back.
+TEST(Engine, DeepPrefillChunksAreSizedByTheirCost) {
+  HEARTH_SHARED_OR_SKIP(path, "models/synthetic/qwen3-Q8_0.gguf");
+  Fixture f = load(path);
+  ops::ThreadPool pool(2);
+  EngineOptions o;
+  o.step_tokens = 32;
+  o.max_seq_tokens = 512;
+  o.prefix_cache = false;
+  Engine engine(*f.model, *f.tok, o, pool);
+  const StepCost cost(f.model->hparams());
+  const int64_t n_prompt = 480;
+  Collected got;
+  ASSERT_TRUE(engine.submit(request(prompt(static_cast<int>(n_prompt), 40), 2, &got)).ok());
+  std::vector<int64_t> chunks;
+  int64_t done = 0;
+  while (done < n_prompt) {
+    ASSERT_TRUE(engine.step());
+    const int64_t now = engine.metrics().prefilled_tokens;
+    chunks.push_back(now - done);
+    done = now;
+  }
+  ASSERT_EQ(done, n_prompt);
+  int64_t depth = 0;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    EXPECT_EQ(chunks[i], cost.fit(depth, n_prompt - depth, cost.chunk(0, 32))) << "step " << i;
+    depth += chunks[i];
+  }
+  EXPECT_EQ(chunks.front(), 32);
+  EXPECT_LT(chunks[chunks.size() - 2], 32);  // the last full-allowance chunk, deep in the prompt
+  engine.run_until_idle();
+  EXPECT_EQ(got.tokens.size(), 2u);
+}
+
 TEST(Engine, StressRandomSubmitCancelFinishNearExhaustion) {
   HEARTH_SHARED_OR_SKIP(path, "models/synthetic/llama-tied-Q4_K.gguf");
   Fixture f = load(path);
