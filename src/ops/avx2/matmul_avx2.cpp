@@ -885,7 +885,7 @@ bool rows_avx2(const MatrixView& w, const Acts& x, float* y, int64_t y_stride, i
       return true;
     case TensorType::Q4_K:
       if (w.packed)
-        drive_packed<PQ4K>(c, r0, r1);
+        drive_packed<PQ4K<DotAvx2>>(c, r0, r1);
       else
         drive<KQ45K<false>>(c, r0, r1);
       return true;
@@ -894,7 +894,7 @@ bool rows_avx2(const MatrixView& w, const Acts& x, float* y, int64_t y_stride, i
       return true;
     case TensorType::Q6_K:
       if (w.packed)
-        drive_packed<PQ6K>(c, r0, r1);
+        drive_packed<PQ6K<DotAvx2>>(c, r0, r1);
       else
         drive<KQ6K>(c, r0, r1);
       return true;

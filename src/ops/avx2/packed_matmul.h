@@ -107,6 +107,28 @@ MM_INLINE void nibble_pair_sums(const uint8_t* steps, const TileActs<T>& xa, int
   }
 }
 
+// The same 32 elements' exact dots in int32 lanes, each step's four products straight into
+// them (for dots that do not saturate: D::kWideAccumulate).
+template <class D, int T>
+MM_INLINE void nibble_dots(const uint8_t* steps, const TileActs<T>& xa, int64_t a_off,
+                           __m256i* s32) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+#pragma GCC unroll 8
+  for (int j = 0; j < T; ++j) s32[j] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; ++k) {
+    const __m256i v = loadu256(steps + 32 * k);
+    const __m256i lo = _mm256_and_si256(v, m4);
+    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j) {
+      const uint8_t* a = reinterpret_cast<const uint8_t*>(xa.q[j]) + a_off + 8 * k;
+      s32[j] = D::dot4(s32[j], lo, _mm256_set1_epi32(static_cast<int>(ld32(a))));
+      s32[j] = D::dot4(s32[j], hi, _mm256_set1_epi32(static_cast<int>(ld32(a + 4))));
+    }
+  }
+}
+
 template <class D>
 struct PQ4 : OneScalePerBlock<PQ4<D>> {
   static constexpr size_t kBlock = 16 + 128;
@@ -114,22 +136,10 @@ struct PQ4 : OneScalePerBlock<PQ4<D>> {
   template <int T>
   static MM_INLINE void block(const uint8_t* p, const TileActs<T>& xa, int64_t b, __m256i* is) {
     if constexpr (D::kWideAccumulate) {
-      // Each step's four products go straight into the int32 lanes.
-      const __m256i m4 = _mm256_set1_epi8(0x0F);
+      nibble_dots<D, T>(p + 16, xa, 32 * b, is);
 #pragma GCC unroll 8
-      for (int j = 0; j < T; ++j) is[j] = _mm256_set1_epi32(-8 * static_cast<int>(xa.s[j][b]));
-#pragma GCC unroll 4
-      for (int k = 0; k < 4; ++k) {
-        const __m256i v = loadu256(p + 16 + 32 * k);
-        const __m256i lo = _mm256_and_si256(v, m4);
-        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-#pragma GCC unroll 8
-        for (int j = 0; j < T; ++j) {
-          const uint8_t* a = reinterpret_cast<const uint8_t*>(xa.q[j]) + 32 * b + 8 * k;
-          is[j] = D::dot4(is[j], lo, _mm256_set1_epi32(static_cast<int>(ld32(a))));
-          is[j] = D::dot4(is[j], hi, _mm256_set1_epi32(static_cast<int>(ld32(a + 4))));
-        }
-      }
+      for (int j = 0; j < T; ++j)
+        is[j] = _mm256_sub_epi32(is[j], _mm256_set1_epi32(8 * static_cast<int>(xa.s[j][b])));
     } else {
       __m256i s16[T];
       nibble_pair_sums<T>(p + 16, xa, 32 * b, s16);
@@ -148,6 +158,7 @@ struct PQ4 : OneScalePerBlock<PQ4<D>> {
 // over sub-block j, from the Q8_K 16-sums) is 4 vpmaddwd of (m_2k, m_2k+1) row pairs against the
 // broadcast (S_2k, S_2k+1). Then per row, in order:
 //   acc = fma(float(Σ sc·I), d · da, acc);  acc = fnma(float(Σ m·S), dmin · da, acc)
+template <class D>
 struct PQ4K {
   static constexpr size_t kBlock = 8 * 2 * 2 + 8 * 8 + 4 * 8 * 2 + 8 * 128;
   static constexpr int64_t kCols = 256;
@@ -158,13 +169,21 @@ struct PQ4K {
 #pragma GCC unroll 8
     for (int j = 0; j < T; ++j) is[j] = _mm256_setzero_si256();
     for (int sb = 0; sb < 8; ++sb) {
-      __m256i s16[T];
-      nibble_pair_sums<T>(p + 160 + 128 * sb, xa, 256 * b + 32 * sb, s16);
       const __m256i sc32 =
           _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 32 + 8 * sb)));
-      const __m256i sc = _mm256_or_si256(sc32, _mm256_slli_epi32(sc32, 16));
+      if constexpr (D::kWideAccumulate) {  // I_j in int32, then one vpmulld by the scale
+        __m256i s32[T];
+        nibble_dots<D, T>(p + 160 + 128 * sb, xa, 256 * b + 32 * sb, s32);
 #pragma GCC unroll 8
-      for (int j = 0; j < T; ++j) is[j] = _mm256_add_epi32(is[j], _mm256_madd_epi16(s16[j], sc));
+        for (int j = 0; j < T; ++j)
+          is[j] = _mm256_add_epi32(is[j], _mm256_mullo_epi32(s32[j], sc32));
+      } else {
+        __m256i s16[T];
+        nibble_pair_sums<T>(p + 160 + 128 * sb, xa, 256 * b + 32 * sb, s16);
+        const __m256i sc = _mm256_or_si256(sc32, _mm256_slli_epi32(sc32, 16));
+#pragma GCC unroll 8
+        for (int j = 0; j < T; ++j) is[j] = _mm256_add_epi32(is[j], _mm256_madd_epi16(s16[j], sc));
+      }
     }
     const __m256 d = _mm256_cvtph_ps(loadu128(p)), dmin = _mm256_cvtph_ps(loadu128(p + 16));
 #pragma GCC unroll 8
@@ -193,6 +212,7 @@ struct PQ4K {
 // and each step's int16 pair sums meet the row's scale in a vpmaddwd. The −32 offset is
 // 32 · Σ_k sc_k · bsum_k, 8 vpmaddwd of row scale pairs against broadcast 16-sum pairs. Per row:
 //   acc = fma(float(Σ_k sc_k · I_k − 32 · Σ_k sc_k · bsum_k), d · da, acc)
+template <class D>
 struct PQ6K {
   static constexpr size_t kBlock = 8 * 2 + 8 * 16 + 16 * 96;
   static constexpr int64_t kCols = 256;
@@ -227,6 +247,22 @@ struct PQ6K {
           _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(h, m30)),
           _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
                           _mm256_and_si256(_mm256_srli_epi16(h, 2), m30))};
+      if constexpr (D::kWideAccumulate) {
+        // I_P in int32 (four dots), then one vpmulld by the row's scale, sign-extended from the
+        // low (P even) or high (P odd) word of each lane of scp.
+        const __m256i sc32 = P % 2 == 0 ? _mm256_srai_epi32(_mm256_slli_epi32(scp, 16), 16)
+                                        : _mm256_srai_epi32(scp, 16);
+#pragma GCC unroll 8
+        for (int j = 0; j < T; ++j) {
+          const uint8_t* a = reinterpret_cast<const uint8_t*>(xa.q[j]) + 256 * b + 16 * P;
+          __m256i t = _mm256_setzero_si256();
+#pragma GCC unroll 4
+          for (int e = 0; e < 4; ++e)
+            t = D::dot4(t, w[e], _mm256_set1_epi32(static_cast<int>(ld32(a + 4 * e))));
+          is[j] = _mm256_add_epi32(is[j], _mm256_mullo_epi32(t, sc32));
+        }
+        continue;
+      }
 #pragma GCC unroll 8
       for (int j = 0; j < T; ++j) {
         const uint8_t* a = reinterpret_cast<const uint8_t*>(xa.q[j]) + 256 * b + 16 * P;
