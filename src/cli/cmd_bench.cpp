@@ -115,9 +115,10 @@ int bench(const BenchOptions& o) {
           "compute peak ({} threads, kernel steps from registers): f32 FMA {:.0f} GFLOP/s | "
           "Q8_0 step {:.0f} GOPS | 4/6-bit step {:.0f} GOPS{}\n",
           o.threads, peak.f32 / 1e9, peak.s8s8 / 1e9, peak.u8s8 / 1e9,
-          peak.s8s8_vnni > 0 ? fmt::format(" | VNNI: Q8_0 step {:.0f} GOPS, Q4_0 step {:.0f} GOPS",
-                                           peak.s8s8_vnni / 1e9, peak.u8s8_vnni / 1e9)
-                             : "");
+          peak.s8s8_vnni > 0
+              ? fmt::format(" | VNNI: Q8_0 step {:.0f} GOPS, 4/6-bit step {:.0f} GOPS",
+                            peak.s8s8_vnni / 1e9, peak.u8s8_vnni / 1e9)
+              : "");
   }
   if (o.model.empty()) fail("bench needs -m MODEL (or --membw-only)");
   auto model = Model::load(o.model);

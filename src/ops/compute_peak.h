@@ -16,8 +16,8 @@ struct ComputePeak {
   double s8s8 = 0;
   // ops/s of the nibble tile step (Q4_0/Q4_K/Q6_K levels): per 32 MACs maddubs, add
   double u8s8 = 0;
-  // The packed Q8_0 / Q4_0 steps on vpdpbusd, measured at SimdLevel::Avx2Vnni (else 0): per 32
-  // MACs sign + vpdpbusd, and vpdpbusd alone.
+  // The packed kernels' steps on vpdpbusd, measured at SimdLevel::Avx2Vnni (else 0): per 32
+  // MACs sign + vpdpbusd (Q8_0), and vpdpbusd alone (the nibble formats).
   double s8s8_vnni = 0;
   double u8s8_vnni = 0;
 };
@@ -27,7 +27,7 @@ struct ComputePeak {
 ComputePeak measure_compute_peak(ThreadPool& pool, double seconds = 0.05, int reps = 3);
 
 // The figure the kernels of weight type `w` run against (0 when none applies): the VNNI step
-// for Q8_0 / Q4_0 where it was measured.
+// where it was measured.
 double compute_peak_for(const ComputePeak& peak, TensorType w);
 
 }  // namespace hearth::ops

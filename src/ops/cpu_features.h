@@ -8,7 +8,7 @@
 namespace hearth::ops {
 
 // Ordered: each level has every kernel of the levels below it. Avx2Vnni is Avx2 with the packed
-// Q8_0 / Q4_0 matmuls on vpdpbusd (bit-identical results).
+// matmuls (Q8_0, Q4_0, Q4_K, Q6_K) on vpdpbusd (bit-identical results).
 enum class SimdLevel { Scalar = 0, Avx2 = 1, Avx2Vnni = 2 };
 
 struct CpuFeatures {

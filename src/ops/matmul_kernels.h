@@ -50,8 +50,8 @@ void rows_scalar(const MatrixView& w, const Acts& x, float* y, int64_t y_stride,
 bool rows_avx2(const MatrixView& w, const Acts& x, float* y, int64_t y_stride, int64_t r0,
                int64_t r1);
 bool avx2_has_kernel(TensorType w);
-// The packed Q8_0 / Q4_0 kernels on AVX-VNNI (bit-identical to rows_avx2's); false, computing
-// nothing, for any other matrix.
+// The packed kernels (Q8_0, Q4_0, Q4_K, Q6_K) on AVX-VNNI, bit-identical to rows_avx2's; false,
+// computing nothing, for any other matrix.
 bool rows_avxvnni(const MatrixView& w, const Acts& x, float* y, int64_t y_stride, int64_t r0,
                   int64_t r1);
 

@@ -54,13 +54,13 @@ TEST(ComputePeak, EachWeightTypeIsMeasuredAgainstItsKernelStep) {
   EXPECT_EQ(compute_peak_for(p, TensorType::Q4_K), 3);
   EXPECT_EQ(compute_peak_for(p, TensorType::Q6_K), 3);
   EXPECT_EQ(compute_peak_for(p, TensorType::Q5_1), 0);  // no probe of its step
-  // Where the VNNI steps were measured, the packed Q8_0 / Q4_0 kernels run on them; the
-  // K-quants stay on the AVX2 step.
+  // Where the VNNI steps were measured, the packed kernels run on them.
   const ComputePeak v{1, 2, 3, 4, 5};
   EXPECT_EQ(compute_peak_for(v, TensorType::Q8_0), 4);
   EXPECT_EQ(compute_peak_for(v, TensorType::Q4_0), 5);
-  EXPECT_EQ(compute_peak_for(v, TensorType::Q4_K), 3);
-  EXPECT_EQ(compute_peak_for(v, TensorType::Q6_K), 3);
+  EXPECT_EQ(compute_peak_for(v, TensorType::Q4_K), 5);
+  EXPECT_EQ(compute_peak_for(v, TensorType::Q6_K), 5);
+  EXPECT_EQ(compute_peak_for(v, TensorType::F16), 1);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
-// The packed Q8_0 / Q4_0 kernels (ops/avx2/packed_matmul.h) on AVX-VNNI's vpdpbusd: one
-// instruction for the four u8 × s8 products and their add into an int32 lane, where AVX2 needs
-// vpmaddubsw + vpmaddwd + vpaddd. Compiled with -mavx2 -mfma -mf16c -mavxvnni; called only at
+// The packed kernels (ops/avx2/packed_matmul.h) on AVX-VNNI's vpdpbusd: one instruction for the
+// four u8 × s8 products and their add into an int32 lane, where AVX2 needs vpmaddubsw +
+// vpmaddwd + vpaddd (or int16 step sums that a vpmaddwd widens). Compiled with -mavx2 -mfma -mf16c -mavxvnni; called only at
 // SimdLevel::Avx2Vnni. vpdpbusd does not saturate and the int32 sums are exact, so every result
 // is bit-identical to the AVX2 kernel's: the level changes speed, never an output.
 #include <immintrin.h>
