@@ -20,9 +20,8 @@ double peak_s8s8(int64_t iters) {
   return static_cast<double>(iters) * 6 * 32 * 2;
 }
 
-// As the nibble kernels on vpdpbusd (PQ4, PQ4K): per weight vector the low and high nibbles, then
-// for each of 6 tokens two
-// vpdpbusd.
+// As the nibble kernels on vpdpbusd (PQ4, PQ4K): per weight vector the low and high nibbles,
+// then for each of 6 tokens two vpdpbusd.
 double peak_u8s8(int64_t iters) {
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   run_int_step(iters, _mm256_set1_epi8(0x5A), [&](__m256i w, const int8_t* a, __m256i* acc) {
