@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "engine/step_cost.h"
 #include "engine/stop_matcher.h"
 
 #include "model/forward.h"

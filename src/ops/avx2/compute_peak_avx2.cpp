@@ -27,35 +27,21 @@ double peak_f32_fma(int64_t iters) {
   return static_cast<double>(iters) * kChains * 8 * 2;
 }
 
-// As the Q8_0 tile (PQ8): per weight vector |w| once, then for each of 6 tokens sign(a, w),
-// maddubs(|w|, ·), madd(·, 1) and an int32 add.
+// As the Q8_0 tile (PQ8): sign(a, w), maddubs(|w|, ·), madd(·, 1) and an int32 add per token.
 double peak_s8s8(int64_t iters) {
   const __m256i ones = _mm256_set1_epi16(1);
-  run_int_step(iters, _mm256_set1_epi8(-5), [&](__m256i w, const int8_t* a, __m256i* acc) {
-    const __m256i aw = _mm256_sign_epi8(w, w);
-#pragma GCC unroll 6
-    for (int j = 0; j < 6; ++j)
-      acc[j] = _mm256_add_epi32(
-          acc[j],
-          _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(bcast(a + 4 * j), w)), ones));
+  return run_sign_step(iters, [&](__m256i acc, __m256i aw, __m256i sa) {
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(aw, sa), ones));
   });
-  return static_cast<double>(iters) * 6 * 32 * 2;
 }
 
-// As the nibble tiles (PQ4, Q4_K): per weight vector the low and high nibbles (and, shift, and),
-// then for each of 6 tokens two maddubs and their int16 adds (sums wrap: only the rate counts).
+// As the nibble tiles (PQ4, Q4_K): two maddubs and their int16 adds per token (sums wrap: only
+// the rate counts).
 double peak_u8s8(int64_t iters) {
-  const __m256i m4 = _mm256_set1_epi8(0x0F);
-  run_int_step(iters, _mm256_set1_epi8(0x5A), [&](__m256i w, const int8_t* a, __m256i* acc) {
-    const __m256i lo = _mm256_and_si256(w, m4);
-    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(w, 4), m4);
-#pragma GCC unroll 6
-    for (int j = 0; j < 6; ++j)
-      acc[j] = _mm256_add_epi16(acc[j],
-                                _mm256_add_epi16(_mm256_maddubs_epi16(lo, bcast(a + 4 * j)),
-                                                 _mm256_maddubs_epi16(hi, bcast(a + 32 + 4 * j))));
+  return run_nibble_step(iters, [](__m256i acc, __m256i lo, __m256i alo, __m256i hi, __m256i ahi) {
+    return _mm256_add_epi16(
+        acc, _mm256_add_epi16(_mm256_maddubs_epi16(lo, alo), _mm256_maddubs_epi16(hi, ahi)));
   });
-  return static_cast<double>(iters) * 6 * 64 * 2;
 }
 
 }  // namespace hearth::ops::detail::avx2

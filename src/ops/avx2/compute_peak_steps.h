@@ -45,5 +45,32 @@ inline void run_int_step(int64_t iters, __m256i w, Step&& step) {
   sink = _mm256_cvtsi256_si32(s);
 }
 
+// The Q8_0 tile's step: per weight vector |w| once, then acc[j] = dot(acc[j], |w|, sign(a_j, w))
+// for each of 6 tokens. Returns the operations done.
+template <class Dot>
+inline double run_sign_step(int64_t iters, Dot&& dot) {
+  run_int_step(iters, _mm256_set1_epi8(-5), [&](__m256i w, const int8_t* a, __m256i* acc) {
+    const __m256i aw = _mm256_sign_epi8(w, w);
+#pragma GCC unroll 6
+    for (int j = 0; j < 6; ++j) acc[j] = dot(acc[j], aw, _mm256_sign_epi8(bcast(a + 4 * j), w));
+  });
+  return static_cast<double>(iters) * 6 * 32 * 2;
+}
+
+// The nibble tiles' step: per weight vector the low and high nibbles (and, shift, and), then
+// acc[j] = dot(acc[j], lo, a_j, hi, a'_j) for each of 6 tokens. Returns the operations done.
+template <class Dot>
+inline double run_nibble_step(int64_t iters, Dot&& dot) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  run_int_step(iters, _mm256_set1_epi8(0x5A), [&](__m256i w, const int8_t* a, __m256i* acc) {
+    const __m256i lo = _mm256_and_si256(w, m4);
+    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(w, 4), m4);
+#pragma GCC unroll 6
+    for (int j = 0; j < 6; ++j)
+      acc[j] = dot(acc[j], lo, bcast(a + 4 * j), hi, bcast(a + 32 + 4 * j));
+  });
+  return static_cast<double>(iters) * 6 * 64 * 2;
+}
+
 }  // namespace
 }  // namespace hearth::ops::detail

@@ -82,15 +82,15 @@ struct PQ8 : OneScalePerBlock<PQ8<D>> {
   }
 };
 
-// The int16 pair sums of 32 elements of 8 rows in the nibble layout (4 steps of 8 rows x 4
-// bytes at `steps`: low nibble element 8k + e, high nibble 8k + 4 + e, levels 0..15) against
-// activation bytes from offset `a_off` of each token: s16[j] (< 2^15: 8 · 2 · 15 · 128).
-template <int T>
-MM_INLINE void nibble_pair_sums(const uint8_t* steps, const TileActs<T>& xa, int64_t a_off,
-                                __m256i* s16) {
+// 32 elements of 8 rows in the nibble layout (4 steps of 8 rows x 4 bytes at `steps`: low nibble
+// element 8k + e, high nibble 8k + 4 + e, levels 0..15) against activation bytes from offset
+// `a_off` of each token: acc[j] = step(acc[j], lo, a_lo, hi, a_hi) per step, from zero.
+template <int T, class Step>
+MM_INLINE void nibble_steps(const uint8_t* steps, const TileActs<T>& xa, int64_t a_off,
+                            __m256i* acc, Step&& step) {
   const __m256i m4 = _mm256_set1_epi8(0x0F);
 #pragma GCC unroll 8
-  for (int j = 0; j < T; ++j) s16[j] = _mm256_setzero_si256();
+  for (int j = 0; j < T; ++j) acc[j] = _mm256_setzero_si256();
 #pragma GCC unroll 4
   for (int k = 0; k < 4; ++k) {
     const __m256i v = loadu256(steps + 32 * k);
@@ -99,34 +99,34 @@ MM_INLINE void nibble_pair_sums(const uint8_t* steps, const TileActs<T>& xa, int
 #pragma GCC unroll 8
     for (int j = 0; j < T; ++j) {
       const uint8_t* a = reinterpret_cast<const uint8_t*>(xa.q[j]) + a_off + 8 * k;
-      const __m256i alo = _mm256_set1_epi32(static_cast<int>(ld32(a)));
-      const __m256i ahi = _mm256_set1_epi32(static_cast<int>(ld32(a + 4)));
-      s16[j] = _mm256_add_epi16(
-          s16[j], _mm256_add_epi16(_mm256_maddubs_epi16(lo, alo), _mm256_maddubs_epi16(hi, ahi)));
+      acc[j] = step(acc[j], lo, _mm256_set1_epi32(static_cast<int>(ld32(a))), hi,
+                    _mm256_set1_epi32(static_cast<int>(ld32(a + 4))));
     }
   }
 }
 
-// The same 32 elements' exact dots in int32 lanes, each step's four products straight into
-// them (for dots that do not saturate: D::kWideAccumulate).
+// Their int16 pair sums: s16[j] (< 2^15: 8 · 2 · 15 · 128).
+template <int T>
+MM_INLINE void nibble_pair_sums(const uint8_t* steps, const TileActs<T>& xa, int64_t a_off,
+                                __m256i* s16) {
+  nibble_steps<T>(
+      steps, xa, a_off, s16,
+      [](__m256i acc, __m256i lo, __m256i alo, __m256i hi, __m256i ahi)
+          __attribute__((always_inline)) {
+            return _mm256_add_epi16(acc, _mm256_add_epi16(_mm256_maddubs_epi16(lo, alo),
+                                                          _mm256_maddubs_epi16(hi, ahi)));
+          });
+}
+
+// Their exact dots in int32 lanes, each step's four products straight into them (for dots that
+// do not saturate: D::kWideAccumulate).
 template <class D, int T>
 MM_INLINE void nibble_dots(const uint8_t* steps, const TileActs<T>& xa, int64_t a_off,
                            __m256i* s32) {
-  const __m256i m4 = _mm256_set1_epi8(0x0F);
-#pragma GCC unroll 8
-  for (int j = 0; j < T; ++j) s32[j] = _mm256_setzero_si256();
-#pragma GCC unroll 4
-  for (int k = 0; k < 4; ++k) {
-    const __m256i v = loadu256(steps + 32 * k);
-    const __m256i lo = _mm256_and_si256(v, m4);
-    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-#pragma GCC unroll 8
-    for (int j = 0; j < T; ++j) {
-      const uint8_t* a = reinterpret_cast<const uint8_t*>(xa.q[j]) + a_off + 8 * k;
-      s32[j] = D::dot4(s32[j], lo, _mm256_set1_epi32(static_cast<int>(ld32(a))));
-      s32[j] = D::dot4(s32[j], hi, _mm256_set1_epi32(static_cast<int>(ld32(a + 4))));
-    }
-  }
+  nibble_steps<T>(
+      steps, xa, a_off, s32,
+      [](__m256i acc, __m256i lo, __m256i alo, __m256i hi, __m256i ahi)
+          __attribute__((always_inline)) { return D::dot4(D::dot4(acc, lo, alo), hi, ahi); });
 }
 
 template <class D>

@@ -8,31 +8,18 @@
 
 namespace hearth::ops::detail::avxvnni {
 
-// As PQ8<DotVnni>: per weight vector |w| once, then for each of 6 tokens sign(a, w) and one
-// vpdpbusd.
+// As PQ8<DotVnni>: sign(a, w) and one vpdpbusd per token.
 double peak_s8s8(int64_t iters) {
-  run_int_step(iters, _mm256_set1_epi8(-5), [&](__m256i w, const int8_t* a, __m256i* acc) {
-    const __m256i aw = _mm256_sign_epi8(w, w);
-#pragma GCC unroll 6
-    for (int j = 0; j < 6; ++j)
-      acc[j] = _mm256_dpbusd_avx_epi32(acc[j], aw, _mm256_sign_epi8(bcast(a + 4 * j), w));
+  return run_sign_step(iters, [](__m256i acc, __m256i aw, __m256i sa) {
+    return _mm256_dpbusd_avx_epi32(acc, aw, sa);
   });
-  return static_cast<double>(iters) * 6 * 32 * 2;
 }
 
-// As the nibble kernels on vpdpbusd (PQ4, PQ4K): per weight vector the low and high nibbles,
-// then for each of 6 tokens two vpdpbusd.
+// As the nibble kernels on vpdpbusd (PQ4, PQ4K): two vpdpbusd per token.
 double peak_u8s8(int64_t iters) {
-  const __m256i m4 = _mm256_set1_epi8(0x0F);
-  run_int_step(iters, _mm256_set1_epi8(0x5A), [&](__m256i w, const int8_t* a, __m256i* acc) {
-    const __m256i lo = _mm256_and_si256(w, m4);
-    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(w, 4), m4);
-#pragma GCC unroll 6
-    for (int j = 0; j < 6; ++j)
-      acc[j] = _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(acc[j], lo, bcast(a + 4 * j)), hi,
-                                       bcast(a + 32 + 4 * j));
+  return run_nibble_step(iters, [](__m256i acc, __m256i lo, __m256i alo, __m256i hi, __m256i ahi) {
+    return _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(acc, lo, alo), hi, ahi);
   });
-  return static_cast<double>(iters) * 6 * 64 * 2;
 }
 
 }  // namespace hearth::ops::detail::avxvnni
