@@ -175,9 +175,8 @@ int main(int argc, char** argv) {
       r.max_tokens = reply_tokens;
       r.on_event = [&, s](const EngineEvent& e) {
         auto& st = ts[static_cast<size_t>(s)];
-        if (e.kind == EngineEvent::Kind::Token) {
-          replies[static_cast<size_t>(s)] += e.text;
-        } else {
+        replies[static_cast<size_t>(s)] += e.text;  // Finished may carry held-back text
+        if (e.kind == EngineEvent::Kind::Finished) {
           st.ttft_ms = e.stats.ttft_ms;
           st.prompt = e.stats.prompt_tokens;
           st.cached = e.stats.cached_tokens;

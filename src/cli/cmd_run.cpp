@@ -121,9 +121,8 @@ int run(const RunOptions& o) {
     req.stop = o.stop;
     req.max_tokens = o.n_predict;
     req.on_event = [&](const EngineEvent& e) {
-      if (e.kind == EngineEvent::Kind::Token) {
-        write_out(e.text);
-      } else {
+      write_out(e.text);  // a Finished event may carry held-back text
+      if (e.kind == EngineEvent::Kind::Finished) {
         n_gen = e.stats.generated_tokens;
         ttft_ms = e.stats.ttft_ms;
         stop = finish_reason_name(e.reason);

@@ -263,8 +263,10 @@ void Engine::finish(Sequence& s, FinishReason reason, const std::string& error) 
   } else if (cache_ && (reason == FinishReason::Stop || reason == FinishReason::Length) &&
              s.n_computed > 0 && s.n_computed + 1 == static_cast<int64_t>(s.tokens.size())) {
     // The last sampled token has no K/V yet; the next turn of the conversation starts with
-    // it, so it runs in the next step (no logits), and then the whole sequence is cached.
+    // it, so it runs in the next step (no logits), and then the whole sequence is cached. What
+    // is computed is cached now, so a request matched before that step still finds it.
     s.completing = true;
+    cache_computed(s, /*keep_blocks=*/true);
   } else {
     release_to_cache(s);
   }
@@ -272,17 +274,13 @@ void Engine::finish(Sequence& s, FinishReason reason, const std::string& error) 
   totals_.cached_tokens += s.stats.cached_tokens;
   totals_.generated_tokens += s.stats.generated_tokens;
   totals_.preemptions += s.stats.preemptions;
+  // Text still held back (an incomplete character, a possible stop string's start) goes with
+  // the Finished event: a Token event always carries a generated id.
   EngineEvent e;
-  e.kind = EngineEvent::Kind::Token;
-  const std::string tail = s.stops.push(flushed) + s.stops.flush();
-  if (!tail.empty() && reason != FinishReason::Cancelled) {
-    e.request_id = s.id;
-    e.text = tail;
-    s.emit(e);
-  }
-  e = EngineEvent{};
   e.kind = EngineEvent::Kind::Finished;
   e.request_id = s.id;
+  const std::string tail = s.stops.push(flushed) + s.stops.flush();
+  if (reason != FinishReason::Cancelled) e.text = tail;
   e.reason = reason;
   e.error = error;
   e.stats = s.stats;
@@ -292,6 +290,18 @@ void Engine::finish(Sequence& s, FinishReason reason, const std::string& error) 
   s.emit(e);
   std::lock_guard lock(mu_);
   --pending_;
+}
+
+// Whether `s` would match a finished reply further once that reply's last token is cached: its
+// prompt starts with all of the reply's tokens, or (text prompts) with all of its text.
+bool Engine::continues_completing(const Sequence& s) const {
+  for (const auto& c : completing_) {
+    if (s.tokens.size() >= c->tokens.size() &&
+        std::equal(c->tokens.begin(), c->tokens.end(), s.tokens.begin()))
+      return true;
+    if (s.has_text && c->has_text && s.text.starts_with(c->text)) return true;
+  }
+  return false;
 }
 
 void Engine::preempt(Sequence& s) {
@@ -304,14 +314,23 @@ void Engine::preempt(Sequence& s) {
 // what it does not need), or back to the pool without a cache.
 void Engine::release_to_cache(Sequence& s) {
   if (cache_ && s.n_computed > 0) {
-    const auto n = static_cast<size_t>(s.n_computed);
-    TokenText text;
-    if (s.has_text && s.text_ends.size() >= n) text = {s.text, std::span(s.text_ends).first(n)};
-    cache_->insert(std::span(s.tokens).first(n), s.blocks, text);
+    cache_computed(s, /*keep_blocks=*/false);
   } else {
     for (int32_t b : s.blocks) kv_.release(b);
   }
   s.blocks.clear();
+}
+
+// Inserts the sequence's computed tokens (and their text) into the prefix cache, which takes
+// one reference to each block; with `keep_blocks` the sequence keeps its own references and
+// goes on writing (a block it shares with the cache is copied before its next write).
+void Engine::cache_computed(Sequence& s, bool keep_blocks) {
+  const auto n = static_cast<size_t>(s.n_computed);
+  TokenText text;
+  if (s.has_text && s.text_ends.size() >= n) text = {s.text, std::span(s.text_ends).first(n)};
+  if (keep_blocks)
+    for (int32_t b : s.blocks) kv_.retain(b);
+  cache_->insert(std::span(s.tokens).first(n), s.blocks, text);
 }
 
 std::optional<int32_t> Engine::allocate_block() {
@@ -400,6 +419,9 @@ bool Engine::step() {
     }
   }
   while (static_cast<int>(running_.size()) < opt_.max_running && !waiting_.empty()) {
+    // A request that continues a reply whose last token is still to be cached waits one step
+    // for it, so it finds the whole reply (the next turn of a conversation, a request resent).
+    if (continues_completing(*waiting_.front())) break;
     running_.push_back(std::move(waiting_.front()));
     waiting_.pop_front();
     running_.back()->admitted = admit_counter_++;
@@ -667,8 +689,12 @@ void Engine::start() {
     for (;;) {
       {
         std::unique_lock lock(mu_);
-        cv_.wait(lock,
-                 [&] { return stop_ || !inbox_.empty() || !cancels_.empty() || pending_ > 0; });
+        // Finished replies still caching their last token are work too: the next request of
+        // the conversation must find them in the cache, however long the client pauses.
+        cv_.wait(lock, [&] {
+          return stop_ || !inbox_.empty() || !cancels_.empty() || pending_ > 0 ||
+                 !completing_.empty();
+        });
         if (stop_) return;
       }
       if (!step()) {

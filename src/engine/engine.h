@@ -100,11 +100,13 @@ class Engine {
   void take_inbox();
   void finish(Sequence& s, FinishReason reason, const std::string& error = "");
   void preempt(Sequence& s);
+  bool continues_completing(const Sequence& s) const;
   bool ensure_blocks(Sequence& s, int64_t n_tokens);
   std::optional<int32_t> allocate_block();
   void attach_cached_prefix(Sequence& s);
   bool make_writable(Sequence& s);
   void release_to_cache(Sequence& s);
+  void cache_computed(Sequence& s, bool keep_blocks);
   void publish_metrics();
 
   const Model& model_;

@@ -37,7 +37,8 @@ struct EngineEvent {
   int64_t request_id = 0;
   int32_t token = -1;    // Token: the generated id
   std::string text;      // Token: UTF-8 safe to show now (complete characters, no partial stop
-                         // string; held-back text comes with a later event, possibly Finished)
+                         // string; held-back text comes with a later event). Finished: the text
+                         // held back to the end, if any (no token carries it)
   float logprob = 0.0f;  // Token, when n_probs > 0
   std::vector<TokenLogprob> top_logprobs;    // Token, when n_probs > 0: best first
   FinishReason reason = FinishReason::Stop;  // Finished

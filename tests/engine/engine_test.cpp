@@ -68,9 +68,9 @@ GenerationRequest request(const std::vector<int32_t>& p, int max_tokens, Collect
   r.prompt = p;
   r.max_tokens = max_tokens;
   r.on_event = [c](const EngineEvent& e) {
+    c->text += e.text;  // Finished may carry held-back text
     if (e.kind == EngineEvent::Kind::Token) {
-      if (e.token >= 0) c->tokens.push_back(e.token);
-      c->text += e.text;
+      c->tokens.push_back(e.token);
     } else {
       c->finished = true;
       c->reason = e.reason;

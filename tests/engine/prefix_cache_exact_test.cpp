@@ -28,7 +28,7 @@ GenerationRequest make_request(const std::vector<int32_t>& prompt, int n_gen, Tu
   r.max_tokens = n_gen;
   r.stop_at_eog = false;
   r.on_event = [out](const EngineEvent& e) {
-    if (e.kind == EngineEvent::Kind::Token && e.token >= 0) out->tokens.push_back(e.token);
+    if (e.kind == EngineEvent::Kind::Token) out->tokens.push_back(e.token);
     if (e.kind == EngineEvent::Kind::Finished) out->stats = e.stats;
   };
   r.on_logits = [out](std::span<const float> l) {

@@ -33,9 +33,9 @@ Result run(Engine& e, const std::string& text, int n_gen, std::vector<LogitBias>
   g.max_tokens = n_gen;
   g.stop_at_eog = false;
   g.on_event = [&r](const EngineEvent& ev) {
+    r.text += ev.text;  // Finished may carry held-back text
     if (ev.kind == EngineEvent::Kind::Token) {
-      if (ev.token >= 0) r.tokens.push_back(ev.token);
-      r.text += ev.text;
+      r.tokens.push_back(ev.token);
     } else {
       r.stats = ev.stats;
     }
