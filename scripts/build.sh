@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Configures and builds one flavour: `scripts/build.sh [release|asan|fuzz]` → build/, build-asan/,
-# build-fuzz/. Warnings are errors.
+# Configures and builds one flavour: `scripts/build.sh [release|asan|fuzz] [TARGET...]` → build/,
+# build-asan/, build-fuzz/; every target unless some are named. Warnings are errors.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 flavour="${1:-release}"
+shift || true
 jobs="$(nproc)"
 case "$flavour" in
   release) dir=build; args=(-DCMAKE_BUILD_TYPE=Release) ;;
@@ -13,4 +14,6 @@ case "$flavour" in
   *) echo "usage: $0 [release|asan|fuzz]" >&2; exit 2 ;;
 esac
 cmake -S . -B "$dir" -G Ninja -DHEARTH_WERROR=ON "${args[@]}" >/dev/null
-cmake --build "$dir" -j "$jobs"
+targets=()
+for t in "$@"; do targets+=(--target "$t"); done
+cmake --build "$dir" -j "$jobs" "${targets[@]}"

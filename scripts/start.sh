@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-scripts/build.sh release
+scripts/build.sh release hearth  # serving needs the binary only, not the tests and benchmarks
 if [ $# -eq 0 ]; then
   set -- serve
 fi
