@@ -1,9 +1,14 @@
 // Chat replay: drives the engine the way chat clients do — S sessions x T turns, a shared system
 // prompt, varied user messages, each reply fed back into the history as text — and reports, per
-// turn, time to first token and prompt tokens prefilled vs new.
+// turn, time to first token and prompt tokens prefilled vs new. The engine runs on its own
+// thread as in `hearth serve`, and each request is sent only after the previous one finished
+// (round-robin) or the whole turn did (--concurrent); --gap-ms adds the user's reading pause
+// before each session's next turn. Each turn's TTFT is printed next to a cold prefill of the
+// same number of tokens (pp_ms): a turn that costs what its new text costs matches it.
 //
-//   chat_replay -m MODEL [--sessions 4] [--turns 8] [--concurrent] [--kv-mem 1G] [--kv-type f16]
-//               [--cache-dir DIR] [--no-cache] [--from 1] [--transcript FILE] [-t 2]
+//   chat_replay -m MODEL [--sessions 4] [--turns 8] [--concurrent] [--gap-ms 0] [--kv-mem 1G]
+//               [--kv-type f16] [--cache-dir DIR] [--no-cache] [--from 1] [--transcript FILE]
+//               [-t 2]
 //
 // --from K with --transcript FILE continues conversations saved by an earlier run (restart test:
 // run turns 1-4 with --turns 4, then --from 5 --turns 8 with the same --cache-dir).
@@ -12,9 +17,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <fstream>
+#include <mutex>
 #include <random>
+#include <thread>
 
 #include "engine/engine.h"
 #include "ops/attention.h"
@@ -75,10 +83,81 @@ struct TurnStats {
   int64_t prompt = 0, cached = 0, prefilled = 0, fresh = 0;
 };
 
+// Counts finished requests of an engine running on its own thread.
+struct Finishes {
+  std::mutex mu;
+  std::condition_variable cv;
+  int64_t n = 0;
+  void add() {
+    std::lock_guard lock(mu);
+    ++n;
+    cv.notify_all();
+  }
+  void wait_for(int64_t target) {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return n >= target; });
+  }
+};
+
+// TTFT of one request for a prompt of token ids (max one generated token).
+double ttft_of(Engine& engine, Finishes& done, int64_t& submitted, std::vector<int32_t> prompt) {
+  GenerationRequest r;
+  r.prompt = std::move(prompt);
+  r.max_tokens = 1;
+  double ttft = 0;
+  r.on_event = [&](const EngineEvent& e) {
+    if (e.kind != EngineEvent::Kind::Finished) return;
+    ttft = e.stats.ttft_ms;
+    done.add();
+  };
+  if (!engine.submit(std::move(r)).ok()) return 0;
+  done.wait_for(++submitted);
+  return ttft;
+}
+
+// What prefilling `n` tokens costs on its own, after `depth` cached tokens (a random prompt of
+// `depth` tokens is computed first, then extended by `n`): the figure a turn's TTFT is set
+// against. Random ids from the middle of the vocabulary match no cached conversation.
+double cold_prefill_ms(Engine& engine, Finishes& done, int64_t& submitted, int64_t n, int64_t depth,
+                       int32_t n_vocab, std::mt19937& rng) {
+  if (n <= 0) return 0;
+  std::uniform_int_distribution<int32_t> id(n_vocab / 4, n_vocab / 2);
+  std::vector<int32_t> prompt;
+  for (int64_t i = 0; i < depth; ++i) prompt.push_back(id(rng));
+  if (depth > 0) ttft_of(engine, done, submitted, prompt);
+  for (int64_t i = 0; i < n; ++i) prompt.push_back(id(rng));
+  return ttft_of(engine, done, submitted, std::move(prompt));
+}
+
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+// Per turn: the median TTFT and prefill against a prefill of that many tokens, from an empty
+// context (pp_ms@0) and after as many cached tokens as the turn had (pp_ms@cached).
+void print_against_cold_prefill(const std::vector<std::vector<TurnStats>>& stats, int from,
+                                int turns, Engine& engine, Finishes& done, int64_t& submitted,
+                                int32_t n_vocab) {
+  std::mt19937 rng(99);
+  std::printf("\n%5s %10s %8s %8s %10s %13s %10s\n", "turn", "ttft_ms", "prefill", "cached",
+              "pp_ms@0", "pp_ms@cached", "ttft/pp@c");
+  for (int t = from; t <= turns; ++t) {
+    std::vector<double> ttft, prefill, cached;
+    for (const TurnStats& x : stats[static_cast<size_t>(t)]) {
+      ttft.push_back(x.ttft_ms);
+      prefill.push_back(static_cast<double>(x.prefilled));
+      cached.push_back(static_cast<double>(x.cached));
+    }
+    const auto n = static_cast<int64_t>(median(prefill));
+    const auto depth = static_cast<int64_t>(median(cached));
+    const double pp0 = cold_prefill_ms(engine, done, submitted, n, 0, n_vocab, rng);
+    const double pp = cold_prefill_ms(engine, done, submitted, n, depth, n_vocab, rng);
+    std::printf("%5d %10.1f %8lld %8lld %10.1f %13.1f %10.2f\n", t, median(ttft),
+                static_cast<long long>(n), static_cast<long long>(depth), pp0, pp,
+                pp > 0 ? median(ttft) / pp : 0.0);
+  }
 }
 
 }  // namespace
@@ -87,6 +166,7 @@ int main(int argc, char** argv) {
   CLI::App app{"chat replay benchmark"};
   std::string model_path, kv_mem, kv_type = "f16", cache_dir, transcript;
   int sessions = 4, turns = 8, from = 1, threads = 2, reply_tokens = 32, user_words = 60;
+  int gap_ms = 0;
   int64_t kv_block = EngineOptions{}.kv_block_tokens;
   bool concurrent = false, no_cache = false;
   app.add_option("-m,--model", model_path)->required();
@@ -96,6 +176,7 @@ int main(int argc, char** argv) {
   app.add_option("--reply-tokens", reply_tokens);
   app.add_option("--user-words", user_words);
   app.add_flag("--concurrent", concurrent, "all sessions' turns at once (default: round-robin)");
+  app.add_option("--gap-ms", gap_ms, "idle pause before each session's next turn (reading)");
   app.add_option("--kv-mem", kv_mem);
   app.add_option("--kv-type", kv_type, "KV cache type: f32, f16, q8_0, q4_0");
   app.add_option("--kv-block", kv_block, "tokens per KV block")->check(CLI::Range(1, 4096));
@@ -159,6 +240,9 @@ int main(int argc, char** argv) {
   std::printf("\n%5s %10s %10s %8s %8s %8s %8s\n", "turn", "ttft_ms", "ttft_max", "prompt", "new",
               "cached", "prefill");
   std::vector<std::vector<TurnStats>> stats(static_cast<size_t>(turns + 1));
+  engine.start();  // as `hearth serve` runs it: the engine thread sleeps whenever it is idle
+  Finishes done;
+  int64_t submitted = 0;
   int64_t total_new = 0, total_prefilled = 0;
   const auto t0 = std::chrono::steady_clock::now();
   for (int t = from; t <= turns; ++t) {
@@ -185,6 +269,7 @@ int main(int argc, char** argv) {
           // counts as seen after the first session's first turn).
           st.fresh = e.stats.prompt_tokens - known[static_cast<size_t>(s)];
           known[static_cast<size_t>(s)] = e.stats.prompt_tokens + e.stats.generated_tokens;
+          done.add();
         }
       };
       if (!engine.submit(std::move(r)).ok()) std::fprintf(stderr, "submit refused\n");
@@ -198,9 +283,15 @@ int main(int argc, char** argv) {
             static_cast<int64_t>(tok.encode(sys.text.substr(0, cut), true, true).size());
       }
       submit(s);
-      if (!concurrent) engine.run_until_idle();
+      if (!concurrent) {
+        done.wait_for(++submitted);
+        std::this_thread::sleep_for(std::chrono::milliseconds(gap_ms));
+      }
     }
-    if (concurrent) engine.run_until_idle();
+    if (concurrent) {
+      done.wait_for(submitted += sessions);
+      std::this_thread::sleep_for(std::chrono::milliseconds(gap_ms));
+    }
     std::vector<double> ttft;
     double worst = 0;
     TurnStats sum;
@@ -225,6 +316,8 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  print_against_cold_prefill(stats, from, turns, engine, done, submitted,
+                             static_cast<int32_t>(model->hparams().n_vocab));
   const EngineMetrics m = engine.metrics();
   std::printf(
       "\nprefilled / new tokens: %lld / %lld = %.3f | wall %.1f s\n",
