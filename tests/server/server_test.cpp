@@ -12,6 +12,7 @@
 #include "model/weights.h"
 #include "raw_http.h"
 #include "server/server.h"
+#include "server_fixture.h"
 #include "tokenizer/tokenizer.h"
 
 namespace hearth::server {
@@ -20,54 +21,8 @@ namespace {
 using nlohmann::json;
 using test::RawConnection;
 
-struct Backend {
-  std::unique_ptr<Model> model;
-  std::unique_ptr<Tokenizer> tok;
-  std::unique_ptr<ops::ThreadPool> pool;
-  std::unique_ptr<Engine> engine;
-  ModelInfo info;
-
-  Backend(const std::string& path, int max_running, int max_queued) {
-    model = Model::load(path);
-    tok = std::make_unique<Tokenizer>(Tokenizer::from_gguf(model->file()));
-    pool = std::make_unique<ops::ThreadPool>(2);
-    EngineOptions eo;
-    eo.max_running = max_running;
-    eo.max_queued = max_queued;
-    eo.max_seq_tokens = 512;
-    engine = std::make_unique<Engine>(*model, *tok, eo, *pool);
-    engine->start();
-    info.id = "stories260K";
-    info.aliases = {"stories260K.gguf"};
-    info.n_ctx = 512;
-    info.chat_template = model->file().get_string("tokenizer.chat_template");
-  }
-  ~Backend() { engine->stop(); }
-};
-
-// A server bound to a free port and running on its own thread.
-struct RunningServer {
-  Server server;
-  std::thread thread;
-  int port = 0;
-  explicit RunningServer(ServerOptions o)
-      : server([&] {
-          o.port = 0;
-          return o;
-        }()) {
-    port = server.bind();
-    thread = std::thread([this] { server.run(); });
-  }
-  ~RunningServer() {
-    server.shutdown();
-    thread.join();
-  }
-  httplib::Client client() const {
-    httplib::Client c("127.0.0.1", port);
-    c.set_read_timeout(120, 0);
-    return c;
-  }
-};
+using test::Backend;
+using test::RunningServer;
 
 class ServerTest : public ::testing::Test {
  protected:

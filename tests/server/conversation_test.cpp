@@ -1,0 +1,170 @@
+// One client, one conversation, through the real server: every turn finds the previous turn's
+// prompt and reply in the cache (usage.prompt_tokens_details.cached_tokens), the same request
+// sent twice hits on the second, an edited and resent message hits up to the edit, and
+// llama-server's /completion answers a sequence of token-id prompts with n_probs.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "common/shared_data.h"
+#include "model/synth.h"
+#include "server_fixture.h"
+
+namespace hearth::server {
+namespace {
+
+using nlohmann::json;
+
+struct Reply {
+  std::string content;
+  int64_t prompt = 0, completion = 0, cached = 0;
+  int64_t total() const { return prompt + completion; }
+};
+
+class Conversation : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!test::shared_exists("tokenizers/vocab-qwen3.gguf")) return;
+    // A tiny random Qwen3 with the real Qwen3 vocabulary and no chat template (ChatML).
+    SynthSpec spec = *synth_preset("tiny-qwen3");
+    spec.vocab_path = test::shared_path("tokenizers/vocab-qwen3.gguf");
+    spec.weight_type = TensorType::Q8_0;
+    const std::string path = (std::filesystem::temp_directory_path() /
+                              ("hearth-server-conv-" + std::to_string(::getpid()) + ".gguf"))
+                                 .string();
+    write_synthetic_model(spec, path);
+    backend_ = new test::Backend(path, 4, 16, 2048, "tiny-qwen3");
+    std::filesystem::remove(path);  // stays mapped
+    backend_->info.chat_template.reset();
+    server_ = new test::RunningServer(ServerOptions{});
+    server_->server.set_backend(*backend_->tok, *backend_->engine, backend_->info);
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    delete backend_;
+    server_ = nullptr;
+    backend_ = nullptr;
+  }
+  void SetUp() override {
+    HEARTH_SHARED_OR_SKIP(path, "tokenizers/vocab-qwen3.gguf");
+    (void)path;
+  }
+
+  static Reply chat(const json& messages, int max_tokens = 12) {
+    auto c = server_->client();
+    const json body = {{"messages", messages}, {"max_tokens", max_tokens}, {"temperature", 0}};
+    auto r = c.Post("/v1/chat/completions", body.dump(), "application/json");
+    EXPECT_TRUE(r);
+    if (!r) return {};
+    EXPECT_EQ(r->status, 200) << r->body;
+    const json j = json::parse(r->body);
+    Reply out;
+    out.content = j["choices"][0]["message"]["content"].get<std::string>();
+    out.prompt = j["usage"]["prompt_tokens"];
+    out.completion = j["usage"]["completion_tokens"];
+    out.cached = j["usage"]["prompt_tokens_details"]["cached_tokens"];
+    return out;
+  }
+  static json user(const std::string& text) { return {{"role", "user"}, {"content", text}}; }
+  static json assistant(const std::string& text) {
+    return {{"role", "assistant"}, {"content", text}};
+  }
+
+  static test::Backend* backend_;
+  static test::RunningServer* server_;
+};
+test::Backend* Conversation::backend_ = nullptr;
+test::RunningServer* Conversation::server_ = nullptr;
+
+const json kSystem = {{"role", "system"}, {"content", "You are a helpful assistant."}};
+
+TEST_F(Conversation, NextTurnFindsThePreviousPromptAndReply) {
+  json messages = {kSystem, user("Name three rivers.")};
+  const Reply a = chat(messages);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the user reads
+  messages.push_back(assistant(a.content));
+  messages.push_back(user("And three lakes?"));
+  const Reply b = chat(messages);
+  EXPECT_EQ(b.cached, a.total());
+}
+
+TEST_F(Conversation, SameRequestTwiceHitsOnTheSecond) {
+  const json system = {{"role", "system"}, {"content", "Answer in verse."}};
+  const json messages = {system, user("Write a haiku about a hearth.")};
+  const Reply first = chat(messages);
+  EXPECT_LT(first.cached, 4);  // at most the "<|im_start|>system\n" other tests sent
+  const Reply second = chat(messages);
+  EXPECT_EQ(second.cached, first.prompt - 1);  // the last prompt token runs for its logits
+  EXPECT_EQ(second.content, first.content);
+}
+
+TEST_F(Conversation, EightTurnsPrefillOnlyEachTurnsNewText) {
+  json messages = {kSystem};
+  int64_t prefilled = 0, fresh = 0, seen = 0;
+  for (int t = 0; t < 8; ++t) {
+    messages.push_back(user("Turn " + std::to_string(t + 1) + ": tell me one more thing."));
+    const Reply r = chat(messages);
+    if (t > 0) {  // from turn 2 on: prefilled / new = 1
+      EXPECT_EQ(r.cached, seen) << "turn " << t + 1;
+      prefilled += r.prompt - r.cached;
+      fresh += r.prompt - seen;
+    }
+    seen = r.total();
+    messages.push_back(assistant(r.content));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20 * t));
+  }
+  EXPECT_GT(fresh, 0);
+  EXPECT_EQ(prefilled, fresh);
+}
+
+TEST_F(Conversation, EditedAndResentMessageHitsUpToTheEdit) {
+  json messages = {kSystem, user("Hello there.")};
+  Reply r = chat(messages);
+  messages.push_back(assistant(r.content));
+  messages.push_back(user("Tell me about rivers."));
+  r = chat(messages);
+  messages.push_back(assistant(r.content));
+  const int64_t before_turn3 = r.total();
+  messages.push_back(user("Tell me about lakes in Europe, please."));
+  const Reply t3 = chat(messages);
+  EXPECT_EQ(t3.cached, before_turn3);
+  messages.back() = user("Tell me about mountains instead.");
+  const Reply resent = chat(messages);
+  // Turn 2 and the unchanged start of turn 3 ("<|im_start|>user\nTell me about") are reused.
+  EXPECT_GT(resent.cached, before_turn3 + 2);
+  EXPECT_LT(resent.cached, t3.prompt);
+}
+
+// Regression: token-id prompts with n_probs in this order answered 400 "token id -1 out of
+// range" on the third (a held-back character at the end of a reply was recorded as token -1).
+TEST(CompletionProbs, GoldenPromptsInSequenceAllAnswer) {
+  HEARTH_SHARED_OR_SKIP(model_path, "models/synthetic/llama-tied-F32.gguf");
+  HEARTH_SHARED_OR_SKIP(index_path, "golden/synthetic/index.json");
+  std::ifstream in(index_path);
+  const json index = json::parse(in);
+  test::Backend b(model_path, 2, 4, 512, "llama-tied-F32");
+  test::RunningServer s(ServerOptions{});
+  s.server.set_backend(*b.tok, *b.engine, b.info);
+  auto c = s.client();
+  const int32_t n_vocab = static_cast<int32_t>(b.model->hparams().n_vocab);
+  for (const char* name : {"p8", "p40", "p200"}) {
+    const json body = {
+        {"prompt", index["prompts"][name]}, {"n_predict", 32}, {"temperature", 0}, {"n_probs", 1}};
+    auto r = c.Post("/completion", body.dump(), "application/json");
+    ASSERT_TRUE(r) << name;
+    ASSERT_EQ(r->status, 200) << name << ": " << r->body;
+    const json j = json::parse(r->body);
+    ASSERT_EQ(j["completion_probabilities"].size(), j["tokens_predicted"].get<size_t>()) << name;
+    for (const json& p : j["completion_probabilities"]) {
+      EXPECT_GE(p["id"].get<int32_t>(), 0) << name;
+      EXPECT_LT(p["id"].get<int32_t>(), n_vocab) << name;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace hearth::server
