@@ -25,7 +25,8 @@ struct Fragment {
 // Splits `text` at occurrences of special token texts (Vocab::special_tokens(), longest
 // first; each token splits what the longer ones left as raw text, leftmost match first).
 //  - USER_DEFINED tokens are always matched (llama.cpp and Hugging Face pre-split added tokens
-//    even when special parsing is off);
+//    even when special parsing is off): e.g. phi-3 types "</s>" USER_DEFINED, so its text is
+//    id 2 either way; MPT's whitespace-run tokens need it to match its reference vectors;
 //  - CONTROL and UNKNOWN tokens (<s>, </s>, <unk>, <|im_end|>...) only with `parse_special`;
 //    otherwise their text stays plain text.
 //  - a token with the RSTRIP (LSTRIP) attribute swallows the ASCII whitespace after (before) it.

@@ -2,7 +2,11 @@
 // BertNormalizer + BertPreTokenizer + WordPiece define it:
 //  1. normalize: drop NUL, U+FFFD and other-category characters (Cc/Cf/Co/Cn; \t \n \r count
 //     as whitespace), turn White_Space into ' ', put spaces around CJK ideographs, NFD and drop
-//     non-spacing marks (strip accents), lower-case (utf8proc);
+//     non-spacing marks (strip accents), lower-case (utf8proc). NFD takes Hangul syllables
+//     apart into conjoining jamo (U+1100..U+11FF, letters, so they stay), as BERT's
+//     BasicTokenizer does; Hangul is not in the CJK ranges, so it stays inside its word. The
+//     CJK ranges are HF tokenizers' (0x2B920.. where BERT's Python has 0x2B820..): the
+//     reference the vocabularies' vectors come from;
 //  2. split at whitespace, and isolate every punctuation character (Unicode P* or ASCII
 //     punctuation/symbols) as a word of its own;
 //  3. per word, greedy longest-match-first: the first piece must be a word-initial token, the

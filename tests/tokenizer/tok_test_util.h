@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <cstdio>
 #include <map>
@@ -73,6 +75,26 @@ inline std::string from_hex(std::string_view hex) {
   std::string out;
   for (size_t i = 0; i + 1 < hex.size(); i += 2) {
     out += static_cast<char>(nibble(hex[i]) * 16 + nibble(hex[i + 1]));
+  }
+  return out;
+}
+
+// One vocabulary of ../shared/tokenizers/index.json.
+struct VocabIndexEntry {
+  std::string name;   // e.g. "phi-3"
+  std::string gguf;   // file name under tokenizers/
+  std::string model;  // tokenizer.ggml.model
+  size_t n_strings = 0;
+};
+
+// The vocabularies index.json lists; empty when the shared data is absent.
+inline std::vector<VocabIndexEntry> read_vocab_index() {
+  std::vector<VocabIndexEntry> out;
+  if (!shared_exists("tokenizers/index.json")) return out;
+  const auto j = nlohmann::json::parse(read_file(shared_path("tokenizers/index.json")));
+  for (const auto& v : j.at("vocabs")) {
+    out.push_back({v.at("name").get<std::string>(), v.at("gguf").get<std::string>(),
+                   v.at("tokenizer_model").get<std::string>(), v.at("n_strings").get<size_t>()});
   }
   return out;
 }

@@ -1,8 +1,6 @@
 // The tokenizer vectors of ../shared/tokenizers (index.json): every vocabulary, every string.
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -18,24 +16,6 @@ namespace {
 using test::escaped;
 using test::ids_str;
 
-struct IndexEntry {
-  std::string name;
-  std::string gguf;
-  std::string model;
-  size_t n_strings = 0;
-};
-
-std::vector<IndexEntry> read_index() {
-  std::vector<IndexEntry> out;
-  if (!test::shared_exists("tokenizers/index.json")) return out;
-  const auto j = nlohmann::json::parse(test::read_file(test::shared_path("tokenizers/index.json")));
-  for (const auto& v : j.at("vocabs")) {
-    out.push_back({v.at("name").get<std::string>(), v.at("gguf").get<std::string>(),
-                   v.at("tokenizer_model").get<std::string>(), v.at("n_strings").get<size_t>()});
-  }
-  return out;
-}
-
 // The vocabularies this test knows; VectorsIndex.EveryVocabularyIsCovered keeps it in step with
 // index.json.
 const std::vector<std::string> kVocabs = {"llama-spm",    "phi-3",    "gpt-2", "mpt",
@@ -44,9 +24,9 @@ const std::vector<std::string> kVocabs = {"llama-spm",    "phi-3",    "gpt-2", "
 class Vectors : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Vectors, EveryStringMatches) {
-  const auto index = read_index();
+  const auto index = test::read_vocab_index();
   if (index.empty()) GTEST_SKIP() << "SKIP: no " << test::shared_path("tokenizers/index.json");
-  const IndexEntry* entry = nullptr;
+  const test::VocabIndexEntry* entry = nullptr;
   for (const auto& e : index) {
     if (e.name == GetParam()) entry = &e;
   }
@@ -81,7 +61,7 @@ INSTANTIATE_TEST_SUITE_P(AllVocabs, Vectors, ::testing::ValuesIn(kVocabs), [](co
 });
 
 TEST(VectorsIndex, EveryVocabularyIsCovered) {
-  const auto index = read_index();
+  const auto index = test::read_vocab_index();
   if (index.empty()) GTEST_SKIP() << "SKIP: no " << test::shared_path("tokenizers/index.json");
   for (const auto& e : index) {
     EXPECT_NE(std::find(kVocabs.begin(), kVocabs.end(), e.name), kVocabs.end())
