@@ -60,11 +60,11 @@ std::optional<EarlyRefusal> vet_framing(httplib::Request& req, size_t max_body,
   for (auto it = lengths.first; it != lengths.second; ++it)
     if (it->second != value)
       return EarlyRefusal{400, "invalid_content_length", "conflicting Content-Length headers"};
-  if (!all_digits(value) || value.size() > 18)
+  if (!all_digits(value))
     return EarlyRefusal{
         400, "invalid_content_length",
         fmt::format("Content-Length '{}' is not a byte count", value.substr(0, 40))};
-  if (std::stoull(value) > max_body)
+  if (value.size() > 18 || std::stoull(value) > max_body)
     return EarlyRefusal{413, "request_too_large",
                         fmt::format("the request body is larger than {} bytes", max_body)};
   return std::nullopt;

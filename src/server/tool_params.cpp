@@ -67,12 +67,13 @@ std::vector<std::string> check_tool_list(const json& tools) {
     const std::string where = fmt::format("tools[{}]", i);
     const json& t = tools[i];
     if (!t.is_object()) wrong_type(where, "an object", t);
-    require_function_type(t, where);
+    // The function first: its errors say more than a missing "type" beside it.
     const json& f = required_object(t, "function", where + ".function");
     names.push_back(required_name(f, where + ".function.name"));
     get_string(f, "description", where + ".function.description");
     optional_object(f, "parameters", where + ".function.parameters");
     get_bool(f, "strict", where + ".function.strict");
+    require_function_type(t, where);
   }
   return names;
 }
