@@ -70,6 +70,11 @@ std::optional<EarlyRefusal> vet_framing(httplib::Request& req, size_t max_body,
   return std::nullopt;
 }
 
+bool reads_body(const std::string& method) {
+  return method == "POST" || method == "PUT" || method == "PATCH" || method == "DELETE" ||
+         method == "PRI";
+}
+
 void exclusive_socket_options(socket_t fd) {
   // SO_REUSEADDR lets a restarted server bind while old connections linger in TIME_WAIT; it does
   // not let two servers listen on one port. SO_REUSEPORT (httplib's default) would.
@@ -134,15 +139,20 @@ void HttpServer::serve_connection(ConnectionStream& strm) {
     ctx.refusal.reset();
     const bool last = served + 1 == limits_.max_requests || stopping();
     bool closed = false;
+    bool unread_body = false;
     const bool written = process_request(strm, last, closed, [&](httplib::Request& req) {
       ctx.refusal = vet_framing(req, limits_.max_body, strm);
-      if (ctx.refusal) {
+      // httplib reads bodies of POST, PUT, PATCH and DELETE only; a GET's is left unread.
+      unread_body =
+          !ctx.refusal && !reads_body(req.method) &&
+          (req.has_header("Transfer-Encoding") || req.get_header_value("Content-Length") != "0");
+      if (ctx.refusal || unread_body) {
         // Its body is left unread, so nothing after it on the connection can be parsed.
         req.headers.erase("Connection");
         req.set_header("Connection", "close");
       }
     });
-    if (!written || closed || ctx.refusal || strm.read_failed()) return;
+    if (!written || closed || ctx.refusal || unread_body || strm.read_failed()) return;
   }
 }
 

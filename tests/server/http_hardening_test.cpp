@@ -149,6 +149,17 @@ TEST_F(HttpHardening, PipelinedRequestsAreAnsweredInOrder) {
   EXPECT_FALSE(json::parse(r[1].body)["tokens"].empty());
   EXPECT_EQ(json::parse(r[2].body)["data"][0]["id"], "stories260K");
   EXPECT_TRUE(c.peer_closed());
+
+  // A GET with a body: httplib leaves the body unread, so it is answered and the connection
+  // closed (the body is not parsed as a next request).
+  RawConnection g(srv.port());
+  g.send_all(
+      "GET /health HTTP/1.1\r\nHost: x\r\nContent-Length: 20\r\n\r\n"
+      "GET /v1/models HTTP/");
+  const auto rg = split_responses(g.read_until("", 3000));
+  ASSERT_EQ(rg.size(), 1u);
+  EXPECT_EQ(rg[0].status, 200);
+  EXPECT_TRUE(g.peer_closed());
 }
 
 TEST_F(HttpHardening, ReadTimeoutClosesAStalledConnection) {
