@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <sys/socket.h>
-
 #include <cstdio>
 #include <ctime>
 
@@ -138,10 +136,6 @@ void Server::Impl::setup_routes() {
       res.set_header("Access-Control-Allow-Origin", opt.cors_origin);
       res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
       res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
-      if (req.method == "OPTIONS") {
-        res.status = 204;
-        return httplib::Server::HandlerResponse::Handled;
-      }
     }
     // Refused from its headers alone (bad Content-Length, too large): its body is never read.
     if (auto refusal = HttpServer::current_refusal()) {
@@ -150,6 +144,10 @@ void Server::Impl::setup_routes() {
                                                                             : "Content-Length",
                                refusal->code));
       metrics.record_http_error(refusal->status);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (opt.cors && req.method == "OPTIONS") {
+      res.status = 204;
       return httplib::Server::HandlerResponse::Handled;
     }
     if (req.path == "/health" || opt.api_key.empty())
