@@ -1,12 +1,17 @@
 // `hearth serve [-m MODEL] [--host H] [--port P] ...`: the OpenAI-compatible HTTP server.
 // The port is bound first (so /health answers 503 "loading"), then the model is loaded.
-// SIGINT/SIGTERM: stop accepting, let in-flight requests finish for --grace ms, cancel the rest.
+// SIGINT/SIGTERM: stop accepting, let in-flight requests finish for --grace ms, cancel the rest;
+// during start-up (loading), exit at once. A model that fails to load: exit 1.
 #include <pthread.h>
 
+#include <cmath>
+#include <condition_variable>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
+#include <mutex>
 #include <thread>
 
 #include "cli/commands.h"
@@ -35,37 +40,84 @@ struct ServeOptions {
   std::string cache_disk_max = "8G";
   bool no_cache = false;
   std::string max_body = "8M";
+  double read_timeout_s = 5;
   int grace_ms = 5000;
 };
 
-int serve(ServeOptions o) {
-  // Signals are taken synchronously by this thread; every thread started below inherits the
-  // mask, so none of them is interrupted.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);
+// SIGINT/SIGTERM, from start-up on. They are blocked in every thread (the mask is inherited) and
+// taken by one waiter thread: until serving() a signal ends the process at once — the model
+// load may be inside a read or a download that cannot be interrupted, and nothing is written
+// yet that an exit could lose; after it, wait() hands the signal to the main thread.
+class Signals {
+ public:
+  Signals() {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set_, nullptr);
+    // Detached: it may sit in sigwait() when serve() returns; the process exit ends it.
+    std::thread([s = state_, set = set_] {
+      for (int n = 0;; ++n) {
+        int sig = 0;
+        if (sigwait(&set, &sig) != 0) continue;
+        std::unique_lock lock(s->mu);
+        if (!s->serving || n > 0) {
+          std::fprintf(stderr, "hearth: %s %s: exiting now\n", name(sig),
+                       s->serving ? "again" : "during start-up");
+          std::_Exit(s->serving ? 1 : 0);
+        }
+        s->signal = sig;
+        s->cv.notify_all();
+      }
+    }).detach();
+  }
+  void serving() {
+    std::lock_guard lock(state_->mu);
+    state_->serving = true;
+  }
+  // Waits for SIGINT or SIGTERM (a second one exits at once).
+  int wait() {
+    std::unique_lock lock(state_->mu);
+    state_->cv.wait(lock, [&] { return state_->signal != 0; });
+    return state_->signal;
+  }
+  static const char* name(int sig) { return sig == SIGINT ? "SIGINT" : "SIGTERM"; }
 
-  if (o.model.empty()) o.model = server::default_model_path();  // pulls on first use
+ private:
+  struct State {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool serving = false;
+    int signal = 0;
+  };
+  sigset_t set_;
+  std::shared_ptr<State> state_ = std::make_shared<State>();
+};
+
+int serve(ServeOptions o) {
+  Signals signals;
+  std::signal(SIGPIPE, SIG_IGN);
 
   auto body = parse_byte_size(o.max_body);
   if (!body || *body == 0) fail("--max-body '{}' is not a size (e.g. 8M)", o.max_body);
   o.http.max_body_bytes = *body;
+  o.http.read_timeout = std::chrono::milliseconds(std::lround(o.read_timeout_s * 1000));
   const TensorType kv = kv_type_option(o.kv_type);
 
+  // Bound before anything slow (a first-use download, the load): a port in use fails at once,
+  // and /health answers 503 "loading" meanwhile.
   server::Server srv(o.http);
   const int port = srv.bind();
   std::thread http([&] { srv.run(); });
-  std::fprintf(stderr, "hearth: listening on http://%s:%d (loading %s)\n", o.http.host.c_str(),
-               port, o.model.c_str());
 
   std::unique_ptr<Model> model;
   std::unique_ptr<Tokenizer> tok;
   std::unique_ptr<ops::ThreadPool> pool;
   std::unique_ptr<Engine> engine;
   try {
+    if (o.model.empty()) o.model = server::default_model_path();  // pulls on first use
+    std::fprintf(stderr, "hearth: listening on http://%s:%d (loading %s)\n", o.http.host.c_str(),
+                 port, o.model.c_str());
     model = Model::load(o.model);
     tok = std::make_unique<Tokenizer>(Tokenizer::from_gguf(model->file()));
     const int64_t n_ctx =
@@ -91,16 +143,22 @@ int serve(ServeOptions o) {
     srv.set_backend(*tok, *engine, info);
     std::fprintf(stderr, "hearth: ready: model '%s', context %lld, %d parallel\n", info.id.c_str(),
                  static_cast<long long>(n_ctx), o.parallel);
+  } catch (const std::exception& e) {
+    srv.shutdown();
+    http.join();
+    // Whatever the layer below threw, a file that does not load (missing, truncated, not a
+    // GGUF, a directory) is one line naming it and exit status 1.
+    if (dynamic_cast<const Error*>(&e)) throw;
+    fail("{}: cannot load the model: {}", o.model, e.what());
   } catch (...) {
     srv.shutdown();
     http.join();
     throw;
   }
 
-  int sig = 0;
-  sigwait(&signals, &sig);
-  std::fprintf(stderr, "hearth: %s: shutting down (grace %d ms)\n",
-               sig == SIGINT ? "SIGINT" : "SIGTERM", o.grace_ms);
+  signals.serving();
+  const int sig = signals.wait();
+  std::fprintf(stderr, "hearth: %s: shutting down (grace %d ms)\n", Signals::name(sig), o.grace_ms);
   srv.shutdown(std::chrono::milliseconds(o.grace_ms));
   http.join();
   engine->stop();
@@ -145,9 +203,14 @@ void add_serve(CLI::App& app, Context& ctx) {
   cmd->add_option("--cors-origin", o->http.cors_origin, "Allowed origin with --cors")
       ->capture_default_str();
   cmd->add_option("--max-body", o->max_body, "Largest request body")->capture_default_str();
-  cmd->add_option("--http-threads", o->http.http_threads, "Connections served at once")
+  cmd->add_option("--http-threads", o->http.http_threads,
+                  "Most connections served at once (threads start as needed)")
       ->capture_default_str()
       ->check(CLI::Range(4, 4096));
+  cmd->add_option("--read-timeout", o->read_timeout_s,
+                  "Seconds a client has to send a request's headers and body (else 408)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.05, 3600.0));
   cmd->add_option("--coalesce-chars", o->http.coalesce.max_chars,
                   "Streamed text batched up to this many bytes per frame (0: off)")
       ->capture_default_str();

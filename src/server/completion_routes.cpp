@@ -28,7 +28,9 @@ struct Outcome {
 };
 
 // Pumps one request's events: content deltas through the coalescer to `on_delta` (false: the
-// client is gone — the generation is cancelled and the pump returns).
+// client is gone — the generation is cancelled and the pump returns), each with the ids of the
+// tokens generated since the previous delta (their text may be held back by the coalescer or a
+// pending stop string, so a delta's ids and text need not match one to one).
 template <typename OnDelta>
 Outcome pump(EventChannel& ch, Engine& engine, int64_t engine_id, ActiveRequest& active,
              Coalescer& co, bool per_token, const ClientWatch& watch,
@@ -36,14 +38,16 @@ Outcome pump(EventChannel& ch, Engine& engine, int64_t engine_id, ActiveRequest&
   Outcome out;
   auto next_watch = Clock::now() + watch_every;
   std::vector<TokenRecord> records;
+  std::vector<int32_t> ids;
   auto send = [&](std::string text) {
-    if (!on_delta(text, records)) {
+    if (!on_delta(text, records, ids)) {
       engine.cancel(engine_id);
       out.client_gone = true;
       out.reason = FinishReason::Cancelled;
       return false;
     }
     records.clear();
+    ids.clear();
     return true;
   };
   for (;;) {
@@ -66,6 +70,7 @@ Outcome pump(EventChannel& ch, Engine& engine, int64_t engine_id, ActiveRequest&
     if (e->kind == EngineEvent::Kind::Token) {
       active.generated.fetch_add(1);
       out.last_token = e->token;
+      ids.push_back(e->token);
       if (per_token) {
         records.push_back({e->token, e->logprob, e->top_logprobs});
         if (!send(e->text)) return out;
@@ -76,7 +81,7 @@ Outcome pump(EventChannel& ch, Engine& engine, int64_t engine_id, ActiveRequest&
     }
     // Finished: whatever is held goes out first (it may include held-back text).
     std::string rest = co.flush() + e->text;
-    if ((!rest.empty() || !records.empty()) && !send(std::move(rest))) return out;
+    if ((!rest.empty() || !records.empty() || !ids.empty()) && !send(std::move(rest))) return out;
     out.reason = e->reason;
     out.stats = e->stats;
     out.error = e->error;
@@ -121,7 +126,7 @@ void Server::Impl::handle_generation(Api api, const httplib::Request& http_req,
   ParsedRequest pr = api == Api::ChatCompletions ? parse_chat_request(body)
                      : api == Api::Completions   ? parse_completions_request(body)
                                                  : parse_llama_completion_request(body);
-  check_model(pr.model);
+  const ModelInfo& served = check_model(pr.model);
   if (api == Api::ChatCompletions) {
     // Templates see objects in the order the client wrote them (tojson of tools, arguments).
     const auto ordered = nlohmann::ordered_json::parse(http_req.body);
@@ -152,11 +157,12 @@ void Server::Impl::handle_generation(Api api, const httplib::Request& http_req,
     unregister_active(number);
     if (sub.error.rfind("busy", 0) == 0) {
       ApiError e(503, fmt::format("the server is busy ({}); retry later", sub.error),
-                 "server_error", "", "server_busy");
+                 "server_error", "model", "server_busy");
       e.retry_after_s = opt.retry_after_s;
       throw e;
     }
-    throw ApiError(400, sub.error);
+    throw ApiError(400, sub.error, "invalid_request_error",
+                   api == Api::ChatCompletions ? "messages" : "prompt", "invalid_value");
   }
   active->engine_id = sub.id;
 
@@ -164,7 +170,7 @@ void Server::Impl::handle_generation(Api api, const httplib::Request& http_req,
   meta.id = fmt::format("{}-{}", api == Api::ChatCompletions ? "chatcmpl" : "cmpl",
                         next_response_id.fetch_add(1));
   meta.created = static_cast<int64_t>(std::time(nullptr));
-  meta.model = model.id;
+  meta.model = served.id;  // the served model's id, whatever name the client sent
   const bool per_token = pr.logprobs;
   const std::string echo = pr.echo && !bp.from_tokens ? pr.prompt_text : std::string();
 
@@ -173,11 +179,14 @@ void Server::Impl::handle_generation(Api api, const httplib::Request& http_req,
     Coalescer co(opt.coalesce, false);
     std::string text;
     std::vector<TokenRecord> records;
+    std::vector<int32_t> ids;
     Outcome o =
         pump(*channel, *engine, sub.id, *active, co, per_token, watch, opt.client_watch_interval,
-             [&](const std::string& t, const std::vector<TokenRecord>& r) {
+             [&](const std::string& t, const std::vector<TokenRecord>& r,
+                 const std::vector<int32_t>& i) {
                text += t;
                records.insert(records.end(), r.begin(), r.end());
+               ids.insert(ids.end(), i.begin(), i.end());
                return true;
              });
     unregister_active(number);
@@ -187,7 +196,8 @@ void Server::Impl::handle_generation(Api api, const httplib::Request& http_req,
       return;
     }
     if (o.reason == FinishReason::Error)
-      throw ApiError(500, fmt::format("generation failed: {}", o.error), "server_error");
+      throw ApiError(500, fmt::format("generation failed: {}", o.error), "server_error", "model",
+                     "generation_failed");
     std::vector<TokenRecord> trimmed;
     trimmed_top(records, pr.top_logprobs, trimmed);
     switch (api) {
@@ -212,12 +222,13 @@ void Server::Impl::handle_generation(Api api, const httplib::Request& http_req,
         break;
       case Api::LlamaCompletion: {
         LlamaCompletionInfo info;
-        info.model = model.id;
+        info.model = served.id;
         info.content = text;
         info.reason = o.reason;
         info.stats = o.stats;
         fill_stop_info(info, o, *tok, pr.stop);
         if (per_token) info.probs = llama_probs_json(trimmed, *tok);
+        if (pr.return_tokens) info.tokens = ids;
         send_json(res, llama_completion_json(info));
         break;
       }
@@ -241,106 +252,117 @@ void Server::Impl::handle_generation(Api api, const httplib::Request& http_req,
   res.set_header("X-Accel-Buffering", "no");
   const bool include_usage = pr.include_usage;
   const int32_t top_n = pr.top_logprobs;
+  const bool return_tokens = pr.return_tokens;
   auto splitter = bp.reasoning ? std::make_shared<chat::ReasoningSplitter>(*bp.reasoning)
                                : std::shared_ptr<chat::ReasoningSplitter>();
   const int64_t engine_id = sub.id;
+  auto provider = [this, st, api, meta, per_token, include_usage, top_n, return_tokens, echo,
+                   engine_id, splitter, stop = pr.stop, remote_addr = http_req.remote_addr,
+                   remote_port = http_req.remote_port,
+                   local_port = http_req.local_port](size_t, httplib::DataSink& sink) {
+    auto write = [&](const std::string& frame) { return sink.write(frame.data(), frame.size()); };
+    bool first = true;
+    if (api == Api::ChatCompletions &&
+        !write(sse_frame(chat_chunk_json(meta, {{"role", "assistant"}, {"content", ""}}, nullptr,
+                                         nullptr, include_usage)))) {
+      engine->cancel(engine_id);
+      return false;
+    }
+    Coalescer co(opt.coalesce, !per_token);
+    const ClientWatch watch(remote_addr, remote_port, local_port);
+    Outcome o = pump(
+        *st->channel, *engine, engine_id, *st->active, co, per_token, watch,
+        opt.client_watch_interval,
+        [&](const std::string& text, const std::vector<TokenRecord>& records,
+            const std::vector<int32_t>& ids) {
+          std::vector<TokenRecord> trimmed;
+          trimmed_top(records, top_n, trimmed);
+          json frame;
+          switch (api) {
+            case Api::ChatCompletions: {
+              json delta = {{"content", text}};
+              if (splitter) {
+                auto parts = splitter->push(text);
+                delta = json::object();
+                if (!parts.reasoning.empty()) delta["reasoning_content"] = parts.reasoning;
+                if (!parts.content.empty()) delta["content"] = parts.content;
+                if (delta.empty() && !per_token) return true;  // a tag is still undecided
+              }
+              frame = chat_chunk_json(meta, std::move(delta), nullptr,
+                                      per_token ? chat_logprobs_json(trimmed, *tok) : json(),
+                                      include_usage);
+              break;
+            }
+            case Api::Completions:
+              frame = completion_chunk_json(
+                  meta, (first ? echo : std::string()) + text, nullptr,
+                  per_token ? completion_logprobs_json(trimmed, *tok, 0) : json(), include_usage);
+              break;
+            case Api::LlamaCompletion: {
+              LlamaCompletionInfo info;
+              info.content = text;
+              info.stop = false;
+              if (per_token) info.probs = llama_probs_json(trimmed, *tok);
+              if (return_tokens) info.tokens = ids;
+              frame = llama_completion_json(info);
+              break;
+            }
+          }
+          first = false;
+          return write(sse_frame(frame));
+        });
+    st->finished = true;
+    metrics.record(o.stats, o.reason);
+    if (o.client_gone) return false;
+    bool ok = true;
+    if (o.reason == FinishReason::Error) {
+      ok = write(sse_frame(ApiError(500, fmt::format("generation failed: {}", o.error),
+                                    "server_error", "model", "generation_failed")
+                               .to_json()));
+    } else if (api == Api::ChatCompletions) {
+      if (splitter) {
+        chat::ReasoningDelta parts = splitter->finish();
+        json delta = json::object();
+        if (!parts.reasoning.empty()) delta["reasoning_content"] = parts.reasoning;
+        if (!parts.content.empty()) delta["content"] = parts.content;
+        if (!delta.empty())
+          ok = write(
+              sse_frame(chat_chunk_json(meta, std::move(delta), nullptr, nullptr, include_usage)));
+      }
+      if (ok)
+        ok = write(sse_frame(chat_chunk_json(meta, json::object(), openai_finish_reason(o.reason),
+                                             nullptr, include_usage)));
+      if (ok && include_usage)
+        ok = write(sse_frame(usage_chunk_json(meta, "chat.completion.chunk", o.stats)));
+    } else if (api == Api::Completions) {
+      ok = write(
+          sse_frame(completion_chunk_json(meta, first ? echo : std::string(),
+                                          openai_finish_reason(o.reason), nullptr, include_usage)));
+      if (ok && include_usage)
+        ok = write(sse_frame(usage_chunk_json(meta, "text_completion", o.stats)));
+    } else {
+      LlamaCompletionInfo info;
+      info.model = meta.model;
+      info.reason = o.reason;
+      info.stats = o.stats;
+      fill_stop_info(info, o, *tok, stop);
+      if (return_tokens) info.tokens = std::vector<int32_t>();  // all went with the deltas
+      ok = write(sse_frame(llama_completion_json(info)));
+    }
+    if (ok && api != Api::LlamaCompletion) ok = write(sse_done());
+    if (ok) sink.done();
+    return ok;
+  };
   res.set_chunked_content_provider(
       "text/event-stream",
-      [this, st, api, meta, per_token, include_usage, top_n, echo, engine_id, splitter,
-       stop = pr.stop, remote_addr = http_req.remote_addr, remote_port = http_req.remote_port,
-       local_port = http_req.local_port](size_t, httplib::DataSink& sink) {
-        auto write = [&](const std::string& frame) {
-          return sink.write(frame.data(), frame.size());
-        };
-        bool first = true;
-        if (api == Api::ChatCompletions &&
-            !write(sse_frame(chat_chunk_json(meta, {{"role", "assistant"}, {"content", ""}},
-                                             nullptr, nullptr, include_usage)))) {
-          engine->cancel(engine_id);
+      [provider](size_t offset, httplib::DataSink& sink) {
+        // The provider runs inside httplib's response writer, past the handler's guard: an
+        // exception there would end the worker. Ending the stream cancels the generation.
+        try {
+          return provider(offset, sink);
+        } catch (...) {
           return false;
         }
-        Coalescer co(opt.coalesce, !per_token);
-        const ClientWatch watch(remote_addr, remote_port, local_port);
-        Outcome o =
-            pump(*st->channel, *engine, engine_id, *st->active, co, per_token, watch,
-                 opt.client_watch_interval,
-                 [&](const std::string& text, const std::vector<TokenRecord>& records) {
-                   std::vector<TokenRecord> trimmed;
-                   trimmed_top(records, top_n, trimmed);
-                   json frame;
-                   switch (api) {
-                     case Api::ChatCompletions: {
-                       json delta = {{"content", text}};
-                       if (splitter) {
-                         auto parts = splitter->push(text);
-                         delta = json::object();
-                         if (!parts.reasoning.empty()) delta["reasoning_content"] = parts.reasoning;
-                         if (!parts.content.empty()) delta["content"] = parts.content;
-                         if (delta.empty() && !per_token) return true;  // a tag is still undecided
-                       }
-                       frame = chat_chunk_json(
-                           meta, std::move(delta), nullptr,
-                           per_token ? chat_logprobs_json(trimmed, *tok) : json(), include_usage);
-                       break;
-                     }
-                     case Api::Completions:
-                       frame = completion_chunk_json(
-                           meta, (first ? echo : std::string()) + text, nullptr,
-                           per_token ? completion_logprobs_json(trimmed, *tok, 0) : json(),
-                           include_usage);
-                       break;
-                     case Api::LlamaCompletion: {
-                       LlamaCompletionInfo info;
-                       info.content = text;
-                       info.stop = false;
-                       if (per_token) info.probs = llama_probs_json(trimmed, *tok);
-                       frame = llama_completion_json(info);
-                       break;
-                     }
-                   }
-                   first = false;
-                   return write(sse_frame(frame));
-                 });
-        st->finished = true;
-        metrics.record(o.stats, o.reason);
-        if (o.client_gone) return false;
-        bool ok = true;
-        if (o.reason == FinishReason::Error) {
-          ok = write(
-              sse_frame(ApiError(500, fmt::format("generation failed: {}", o.error), "server_error")
-                            .to_json()));
-        } else if (api == Api::ChatCompletions) {
-          if (splitter) {
-            chat::ReasoningDelta parts = splitter->finish();
-            json delta = json::object();
-            if (!parts.reasoning.empty()) delta["reasoning_content"] = parts.reasoning;
-            if (!parts.content.empty()) delta["content"] = parts.content;
-            if (!delta.empty())
-              ok = write(sse_frame(
-                  chat_chunk_json(meta, std::move(delta), nullptr, nullptr, include_usage)));
-          }
-          if (ok)
-            ok = write(sse_frame(chat_chunk_json(
-                meta, json::object(), openai_finish_reason(o.reason), nullptr, include_usage)));
-          if (ok && include_usage)
-            ok = write(sse_frame(usage_chunk_json(meta, "chat.completion.chunk", o.stats)));
-        } else if (api == Api::Completions) {
-          ok = write(sse_frame(completion_chunk_json(meta, first ? echo : std::string(),
-                                                     openai_finish_reason(o.reason), nullptr,
-                                                     include_usage)));
-          if (ok && include_usage)
-            ok = write(sse_frame(usage_chunk_json(meta, "text_completion", o.stats)));
-        } else {
-          LlamaCompletionInfo info;
-          info.model = meta.model;
-          info.reason = o.reason;
-          info.stats = o.stats;
-          fill_stop_info(info, o, *tok, stop);
-          ok = write(sse_frame(llama_completion_json(info)));
-        }
-        if (ok && api != Api::LlamaCompletion) ok = write(sse_done());
-        if (ok) sink.done();
-        return ok;
       },
       [this, st, engine_id](bool) {
         if (!st->finished) engine->cancel(engine_id);
@@ -351,16 +373,9 @@ void Server::Impl::handle_generation(Api api, const httplib::Request& http_req,
 void Server::Impl::add_generation_routes() {
   auto route = [this](Api api) {
     return [this, api](const httplib::Request& req, httplib::Response& res) {
-      try {
-        handle_generation(api, req, res);
-      } catch (const ApiError& e) {
-        send_error(res, e);
-      } catch (const Error& e) {  // sampler values, template refusals: the request's fault
-        send_error(res, ApiError(400, e.what()));
-      } catch (const std::exception& e) {
-        send_error(res, ApiError(500, fmt::format("internal error: {}", e.what()), "server_error"));
-      }
-      if (res.status >= 400) metrics.record_http_error(res.status);
+      // A hearth::Error escaping here is a template or tokenizer refusing the prompt.
+      guard(res, api == Api::ChatCompletions ? "messages" : "prompt",
+            [&] { handle_generation(api, req, res); });
     };
   };
   http.Post("/v1/chat/completions", route(Api::ChatCompletions));

@@ -168,6 +168,7 @@ json completion_chunk_json(const ResponseMeta& m, const std::string& text, json 
 json llama_completion_json(const LlamaCompletionInfo& i) {
   json j = {{"content", i.content}, {"id_slot", i.id_slot}, {"stop", i.stop}};
   if (!i.probs.is_null()) j["completion_probabilities"] = i.probs;
+  if (i.tokens) j["tokens"] = *i.tokens;
   if (!i.stop) return j;
   j["model"] = i.model;
   j["tokens_predicted"] = i.stats.generated_tokens;

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,7 +65,8 @@ struct LlamaCompletionInfo {
   std::string stopping_word;
   RequestStats stats;
   int32_t id_slot = 0;
-  nlohmann::json probs;  // completion_probabilities, null when not asked
+  nlohmann::json probs;                        // completion_probabilities, null when not asked
+  std::optional<std::vector<int32_t>> tokens;  // generated ids (return_tokens), none when not asked
 };
 nlohmann::json llama_completion_json(const LlamaCompletionInfo& info);
 nlohmann::json llama_probs_json(const std::vector<TokenRecord>& tokens, const Tokenizer& tok);

@@ -68,6 +68,7 @@ struct ParsedRequest {
   SamplingSpec sampling;
 
   // llama-server
+  bool return_tokens = false;  // the generated token ids in "tokens"
   bool cache_prompt = true;
   int32_t id_slot = -1;
 };

@@ -6,65 +6,16 @@
 
 #include "sampling/params_json.h"
 #include "server/api_error.h"
+#include "server/json_fields.h"
 #include "server/request.h"
+#include "server/tool_params.h"
+#include "util/error.h"
 
 namespace hearth::server {
 
 using nlohmann::json;
 
 namespace {
-
-// Absent and null read the same: many clients send explicit nulls for defaults.
-const json* field(const json& body, const char* key) {
-  auto it = body.find(key);
-  if (it == body.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
-[[noreturn]] void wrong_type(const std::string& param, const char* expected, const json& v) {
-  bad_param(param, fmt::format("'{}' must be {}, got {}", param, expected, v.type_name()),
-            "invalid_type");
-}
-
-std::optional<bool> get_bool(const json& b, const char* key) {
-  const json* v = field(b, key);
-  if (!v) return std::nullopt;
-  if (!v->is_boolean()) wrong_type(key, "a boolean", *v);
-  return v->get<bool>();
-}
-
-std::optional<std::string> get_string(const json& b, const char* key) {
-  const json* v = field(b, key);
-  if (!v) return std::nullopt;
-  if (!v->is_string()) wrong_type(key, "a string", *v);
-  return v->get<std::string>();
-}
-
-std::optional<double> get_number(const json& b, const char* key) {
-  const json* v = field(b, key);
-  if (!v) return std::nullopt;
-  if (!v->is_number()) wrong_type(key, "a number", *v);
-  const double d = v->get<double>();
-  if (!std::isfinite(d)) bad_param(key, fmt::format("'{}' must be finite", key));
-  return d;
-}
-
-// Integers; a float with an integral value (2.0) is accepted as JavaScript clients send them.
-std::optional<int64_t> get_int(const json& b, const char* key) {
-  const json* v = field(b, key);
-  if (!v) return std::nullopt;
-  if (v->is_number_integer()) {
-    if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
-      bad_param(key, fmt::format("'{}' is out of range", key));
-    return v->get<int64_t>();
-  }
-  if (v->is_number_float()) {
-    const double d = v->get<double>();
-    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.0e15)
-      return static_cast<int64_t>(d);
-  }
-  wrong_type(key, "an integer", *v);
-}
 
 int64_t in_range(const char* key, int64_t v, int64_t lo, int64_t hi) {
   if (v < lo || v > hi)
@@ -106,16 +57,7 @@ void refuse_unsupported(const json& b) {
   if (auto n = get_int(b, "best_of"); n && *n != 1)
     throw ApiError(400, "only best_of=1 is supported", "invalid_request_error", "best_of",
                    "unsupported_parameter");
-  if (const json* v = field(b, "response_format")) {
-    if (!v->is_object()) wrong_type("response_format", "an object", *v);
-    const json* t = field(*v, "type");
-    if (!t || !t->is_string()) bad_param("response_format.type", "'type' must be a string");
-    if (t->get<std::string>() != "text")
-      throw ApiError(400,
-                     fmt::format("response_format type '{}' is not supported (only 'text')",
-                                 t->get<std::string>()),
-                     "invalid_request_error", "response_format", "unsupported_parameter");
-  }
+  check_response_format(b);
 }
 
 // Sampler fields under both vocabularies (OpenAI's and llama-server's).
@@ -265,11 +207,11 @@ json parse_json_body(const std::string& body) {
     j = json::parse(body);
   } catch (const json::exception& e) {  // parse_error, and out_of_range for numbers like 1e400
     throw ApiError(400, fmt::format("the body is not valid JSON: {}", e.what()),
-                   "invalid_request_error", "", "invalid_json");
+                   "invalid_request_error", "body", "invalid_json");
   }
   if (!j.is_object())
     throw ApiError(400, fmt::format("the body must be a JSON object, got {}", j.type_name()),
-                   "invalid_request_error", "", "invalid_json");
+                   "invalid_request_error", "body", "invalid_json");
   return j;
 }
 
@@ -292,10 +234,8 @@ ParsedRequest parse_chat_request(const json& b) {
     if (!v->is_object()) wrong_type("chat_template_kwargs", "an object", *v);
     r.chat_template_kwargs = nlohmann::ordered_json::parse(v->dump());
   }
-  if (const json* v = field(b, "tools")) {
-    if (!v->is_array()) wrong_type("tools", "an array", *v);
-    r.tools = nlohmann::ordered_json::parse(v->dump());
-  }
+  check_tools(b);
+  if (const json* v = field(b, "tools")) r.tools = nlohmann::ordered_json::parse(v->dump());
   if (auto v = get_string(b, "reasoning_format")) {
     if (*v == "auto") *v = "deepseek";
     if (*v != "none" && *v != "deepseek")
@@ -338,12 +278,22 @@ ParsedRequest parse_llama_completion_request(const json& b) {
   parse_common(b, r);
   parse_sampling(b, r.sampling, true);
   parse_prompt(b, r);
+  if (auto v = get_bool(b, "return_tokens")) r.return_tokens = *v;
   return r;
 }
 
 void apply_sampling(const json& body, const ParsedRequest& parsed, const VocabAccess& vocab,
                     GenerationRequest& request) {
-  SamplerParams p = sampler_params_from_json(body, vocab);
+  SamplerParams p;
+  try {
+    p = sampler_params_from_json(body, vocab);
+  } catch (const Error& e) {
+    // The sampling layer's messages lead with the parameter's name ("mirostat must be ...").
+    const std::string msg = e.what();
+    const std::string name = msg.substr(0, msg.find_first_not_of("abcdefghijklmnopqrstuvwxyz_"));
+    throw ApiError(400, msg, "invalid_request_error", body.contains(name) ? name : "body",
+                   "invalid_value");
+  }
   p.n_probs = parsed.logprobs ? std::max<int32_t>(1, parsed.top_logprobs) : 0;
   request.sampling = std::move(p);
 }

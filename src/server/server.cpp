@@ -2,12 +2,12 @@
 
 #include <fmt/format.h>
 
-#include <sys/socket.h>
-
 #include <cstdio>
 #include <ctime>
 
 #include "server/auth.h"
+#include "server/elastic_pool.h"
+#include "server/model_names.h"
 #include "server/openai_response.h"
 #include "server/server_impl.h"
 #include "util/error.h"
@@ -30,25 +30,16 @@ void send_error(httplib::Response& res, const ApiError& e) {
 namespace {
 
 ApiError loading_error(int retry_after_s) {
-  ApiError e(503, "Loading model", "unavailable_error", "", "model_loading");
+  ApiError e(503, "Loading model", "unavailable_error", "model", "model_loading");
   e.retry_after_s = retry_after_s;
   return e;
 }
 
-// Every handler's exceptions become error replies here: nothing crosses into httplib.
+// A route handler with its exceptions turned into error replies (Impl::guard).
 template <typename F>
 httplib::Server::Handler guarded(Server::Impl* s, F f) {
   return [s, f](const httplib::Request& req, httplib::Response& res) {
-    try {
-      f(req, res);
-    } catch (const ApiError& e) {
-      send_error(res, e);
-    } catch (const Error& e) {  // validation below the server (sampler, template, tokenizer)
-      send_error(res, ApiError(400, e.what()));
-    } catch (const std::exception& e) {
-      send_error(res, ApiError(500, fmt::format("internal error: {}", e.what()), "server_error"));
-    }
-    if (res.status >= 400) s->metrics.record_http_error(res.status);
+    s->guard(res, "body", [&] { f(req, res); });
   };
 }
 
@@ -56,20 +47,15 @@ httplib::Server::Handler guarded(Server::Impl* s, F f) {
 
 void Server::Impl::require_ready() const {
   if (draining.load()) {
-    ApiError e(503, "the server is shutting down", "unavailable_error", "", "shutting_down");
+    ApiError e(503, "the server is shutting down", "unavailable_error", "model", "shutting_down");
     e.retry_after_s = opt.retry_after_s;
     throw e;
   }
   if (!ready.load()) throw loading_error(opt.retry_after_s);
 }
 
-void Server::Impl::check_model(const std::string& name) const {
-  if (name.empty() || name == model.id) return;
-  for (const std::string& a : model.aliases)
-    if (name == a) return;
-  throw ApiError(
-      404, fmt::format("The model '{}' does not exist (this server serves '{}')", name, model.id),
-      "invalid_request_error", "model", "model_not_found");
+const ModelInfo& Server::Impl::check_model(const std::string& name) const {
+  return resolve_model(name, {&model});
 }
 
 std::shared_ptr<ActiveRequest> Server::Impl::register_active(const std::string& route, bool stream,
@@ -94,62 +80,100 @@ void Server::Impl::unregister_active(int64_t number) {
   active_cv.notify_all();
 }
 
+namespace {
+
+ConnectionLimits limits_of(const ServerOptions& o) {
+  ConnectionLimits l;
+  l.read_timeout = o.read_timeout;
+  l.keep_alive = std::chrono::seconds(o.keep_alive_s);
+  l.write_timeout = std::chrono::seconds(o.write_timeout_s);
+  l.max_body = o.max_body_bytes;
+  return l;
+}
+
+}  // namespace
+
+ApiError Server::Impl::httplib_error(const httplib::Request& req, int status) const {
+  if (HttpServer::current_read_timed_out())
+    return ApiError(408,
+                    fmt::format("the request did not arrive within {} ms (--read-timeout)",
+                                opt.read_timeout.count()),
+                    "invalid_request_error", "body", "request_timeout");
+  if (status == 413 || HttpServer::current_read_over_budget())
+    return ApiError(413,
+                    fmt::format("the request body is larger than {} bytes", opt.max_body_bytes),
+                    "invalid_request_error", "body", "request_too_large");
+  switch (status) {
+    case 404:
+      return ApiError(404, fmt::format("no route {} {}", req.method, req.path),
+                      "invalid_request_error", "path", "not_found");
+    case 405:
+      return ApiError(405, fmt::format("method {} is not allowed on {}", req.method, req.path),
+                      "invalid_request_error", "path", "method_not_allowed");
+    case 400:
+      return ApiError(400, "malformed HTTP request (or its body was cut short)",
+                      "invalid_request_error", "body", "bad_request");
+  }
+  return ApiError(status, fmt::format("request failed (HTTP {})", status),
+                  status >= 500 ? "server_error" : "invalid_request_error", "body",
+                  status >= 500 ? "internal_error" : "bad_request");
+}
+
+Server::Impl::Impl(ServerOptions o) : opt(std::move(o)), http(limits_of(opt)) {}
+
 void Server::Impl::setup_routes() {
-  http.set_payload_max_length(opt.max_body_bytes);
+  // The timeouts httplib itself applies (SO_RCVTIMEO/SO_SNDTIMEO on accepted sockets, the
+  // Keep-Alive header); ConnectionStream enforces the same limits on each connection.
   http.set_keep_alive_timeout(opt.keep_alive_s);
-  http.set_read_timeout(opt.io_timeout_s);
-  http.set_write_timeout(opt.io_timeout_s);
-  http.set_socket_options([this](int fd) {
-    httplib::default_socket_options(fd);  // SO_REUSEADDR
-    listen_fd = fd;
-  });
-  const int threads = std::max(4, opt.http_threads);
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  http.set_keep_alive_max_count(ConnectionLimits{}.max_requests);
+  http.set_read_timeout(std::chrono::duration_cast<std::chrono::microseconds>(opt.read_timeout));
+  http.set_write_timeout(opt.write_timeout_s);
+  const auto threads = static_cast<size_t>(std::max(4, opt.http_threads));
+  http.new_task_queue = [threads] { return new ElasticPool(threads); };
 
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (opt.cors) {
       res.set_header("Access-Control-Allow-Origin", opt.cors_origin);
       res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
       res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
-      if (req.method == "OPTIONS") {
-        res.status = 204;
-        return httplib::Server::HandlerResponse::Handled;
-      }
+    }
+    // Refused from its headers alone (bad Content-Length, too large): its body is never read.
+    if (auto refusal = HttpServer::current_refusal()) {
+      send_error(res, ApiError(refusal->status, refusal->message, "invalid_request_error",
+                               refusal->code == "invalid_transfer_encoding" ? "Transfer-Encoding"
+                                                                            : "Content-Length",
+                               refusal->code));
+      metrics.record_http_error(refusal->status);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (opt.cors && req.method == "OPTIONS") {
+      res.status = 204;
+      return httplib::Server::HandlerResponse::Handled;
     }
     if (req.path == "/health" || opt.api_key.empty())
       return httplib::Server::HandlerResponse::Unhandled;
     if (!authorized(opt.api_key, req.get_header_value("Authorization"))) {
       res.set_header("WWW-Authenticate", "Bearer");
       send_error(res, ApiError(401, "Invalid or missing API key (send 'Authorization: Bearer KEY')",
-                               "authentication_error", "", "invalid_api_key"));
+                               "authentication_error", "Authorization", "invalid_api_key"));
       metrics.record_http_error(401);
       return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });
 
-  // httplib's own errors (413 oversize, 404 unknown route, 400 bad HTTP) get a JSON body too.
-  http.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req,
-                                                                     httplib::Response& res) {
-    if (!res.body.empty() || res.content_length_ > 0)
-      return httplib::Server::HandlerResponse::Unhandled;
-    ApiError e(res.status, "request failed");
-    if (res.status == 404) {
-      e = ApiError(404, fmt::format("no route {} {}", req.method, req.path),
-                   "invalid_request_error", "", "not_found");
-    } else if (res.status == 413) {
-      e = ApiError(413, fmt::format("the request body is larger than {} bytes", opt.max_body_bytes),
-                   "invalid_request_error", "", "request_too_large");
-    } else if (res.status == 405) {
-      e = ApiError(405, fmt::format("method {} is not allowed on {}", req.method, req.path),
-                   "invalid_request_error", "", "method_not_allowed");
-    } else if (res.status >= 500) {
-      e.type = "server_error";
-    }
-    send_error(res, e);
-    metrics.record_http_error(res.status);
-    return httplib::Server::HandlerResponse::Handled;
-  }));
+  // httplib's own errors (404 unknown route, 400 bad HTTP, a body that did not arrive) get a
+  // JSON body too.
+  http.set_error_handler(httplib::Server::HandlerWithResponse(
+      [this](const httplib::Request& req, httplib::Response& res) {
+        if (!res.body.empty() || res.content_length_ > 0)
+          return httplib::Server::HandlerResponse::Unhandled;
+        ApiError e = httplib_error(req, res.status);
+        if (e.status == 408) res.set_header("Connection", "close");
+        send_error(res, e);
+        metrics.record_http_error(res.status);
+        return httplib::Server::HandlerResponse::Handled;
+      }));
 
   http.Get("/health", guarded(this, [this](const httplib::Request&, httplib::Response& res) {
              require_ready();
@@ -260,14 +284,14 @@ int Server::bind() {
   Impl& s = *impl_;
   if (s.opt.port == 0) {
     const int p = s.http.bind_to_any_port(s.opt.host);
-    if (p <= 0) fail("cannot bind {} on any port", s.opt.host);
+    if (p <= 0)
+      fail("cannot bind {} on any port: {}", s.opt.host, HttpServer::bind_failure(s.opt.host, 0));
     s.opt.port = p;
   } else if (!s.http.bind_to_port(s.opt.host, s.opt.port)) {
-    fail("cannot bind {}:{} (in use, or not an address of this machine)", s.opt.host, s.opt.port);
+    fail("cannot listen on {}:{}: {}", s.opt.host, s.opt.port,
+         HttpServer::bind_failure(s.opt.host, s.opt.port));
   }
-  // cpp-httplib 0.11 listens with a backlog of 5: bursts of connections overflow it and some
-  // clients see resets. Calling listen() again on the socket raises the backlog.
-  if (s.listen_fd >= 0) ::listen(s.listen_fd, 1024);
+  s.http.raise_backlog(1024);
   return s.opt.port;
 }
 
@@ -307,7 +331,8 @@ void Server::shutdown(std::chrono::milliseconds grace) {
     // Cancelled generations end within a step; their handlers then return.
     s.active_cv.wait_for(lock, std::chrono::seconds(30), [&] { return s.active.empty(); });
   }
-  s.http.stop();
+  // Not http.stop(): it does nothing until run() has begun listening, and run() may be about to.
+  s.http.close_listener();
 }
 
 }  // namespace hearth::server

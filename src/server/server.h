@@ -29,11 +29,15 @@ struct ServerOptions {
   bool cors = false;               // Access-Control-Allow-* headers and preflight replies
   std::string cors_origin = "*";
   size_t max_body_bytes = 8u << 20;  // larger bodies get 413
-  int http_threads = 80;             // connections served at once (keep-alive holds one each)
-  int keep_alive_s = 5;
-  int io_timeout_s = 600;    // socket read/write timeout
-  CoalesceOptions coalesce;  // streamed content batching
-  int retry_after_s = 1;     // Retry-After on 503 busy/loading
+  // Most connections served at once (keep-alive holds one each); threads start as needed.
+  int http_threads = 512;
+  int keep_alive_s = 5;  // idle wait for a connection's next request
+  // A request's headers and body must arrive within this (else 408 and the connection closes).
+  // Replies are not bounded by it: a stream may last minutes.
+  std::chrono::milliseconds read_timeout{5000};
+  int write_timeout_s = 600;  // longest a single write may wait for the client to read
+  CoalesceOptions coalesce;   // streamed content batching
+  int retry_after_s = 1;      // Retry-After on 503 busy/loading
   // How often a client owed no bytes yet (prefill, a reply sent whole) is checked for having
   // left; a check is one non-blocking peek on its socket.
   std::chrono::milliseconds client_watch_interval{20};

@@ -12,12 +12,17 @@
 #include "chat/chat_formatter.h"
 #include "engine/engine.h"
 #include "server/api_error.h"
+#include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/request.h"
 #include "server/server.h"
 #include "tokenizer/tokenizer.h"
 
 namespace hearth::server {
+
+// Sends an ApiError as OpenAI's error JSON (with Retry-After when set).
+void send_error(httplib::Response& res, const ApiError& e);
+void send_json(httplib::Response& res, const nlohmann::json& j, int status = 200);
 
 // A generation being served (for /slots and shutdown).
 struct ActiveRequest {
@@ -30,10 +35,10 @@ struct ActiveRequest {
 };
 
 struct Server::Impl {
-  explicit Impl(ServerOptions o) : opt(std::move(o)) {}
+  explicit Impl(ServerOptions o);
 
   ServerOptions opt;
-  httplib::Server http;
+  HttpServer http;
   Metrics metrics;
 
   // Set once by set_backend, read by handlers after `ready` is seen true.
@@ -50,15 +55,28 @@ struct Server::Impl {
   std::map<int64_t, std::shared_ptr<ActiveRequest>> active;  // by server request number
   int64_t next_request = 1;
   std::atomic<int64_t> next_response_id{1};
-  int listen_fd = -1;  // captured before httplib's listen(), to raise its backlog
 
   void setup_routes();
   void add_generation_routes();
 
   // Throws ApiError 503 while loading or shutting down.
   void require_ready() const;
-  // Throws 404 model_not_found unless `name` is empty or names the loaded model.
-  void check_model(const std::string& name) const;
+  // The served model a request's "model" names (model_names.h); throws 404 model_not_found.
+  const ModelInfo& check_model(const std::string& name) const;
+  // Exceptions become error replies here: nothing crosses into httplib. `param` names what a
+  // hearth::Error from the layers below concerns.
+  template <typename F>
+  void guard(httplib::Response& res, const std::string& param, F&& f) {
+    try {
+      f();
+    } catch (...) {
+      send_error(res, to_api_error(std::current_exception(), param));
+    }
+    if (res.status >= 400) metrics.record_http_error(res.status);
+  }
+
+  // The error reply for a status httplib set itself (unknown route, unreadable request).
+  ApiError httplib_error(const httplib::Request& req, int status) const;
 
   void handle_generation(Api api, const httplib::Request& req, httplib::Response& res);
 
@@ -66,9 +84,5 @@ struct Server::Impl {
                                                  int64_t prompt_tokens, int64_t& number);
   void unregister_active(int64_t number);
 };
-
-// Sends an ApiError as OpenAI's error JSON (with Retry-After when set).
-void send_error(httplib::Response& res, const ApiError& e);
-void send_json(httplib::Response& res, const nlohmann::json& j, int status = 200);
 
 }  // namespace hearth::server

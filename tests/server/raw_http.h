@@ -51,15 +51,21 @@ class RawConnection {
       if (::poll(&p, 1, static_cast<int>(left)) <= 0) break;
       char tmp[8192];
       const ssize_t n = ::recv(fd_, tmp, sizeof tmp, 0);
-      if (n <= 0) break;
+      if (n <= 0) {
+        peer_closed_ = true;
+        break;
+      }
       buf_.append(tmp, static_cast<size_t>(n));
     }
     return buf_;
   }
+  // True once a read saw the peer close (or reset) the connection.
+  bool peer_closed() const { return peer_closed_; }
 
  private:
   int fd_ = -1;
   std::string buf_;
+  bool peer_closed_ = false;
 };
 
 inline std::string post_request(const std::string& path, const std::string& body,

@@ -19,7 +19,7 @@ ApiError error_of(F f) {
   } catch (const ApiError& e) {
     return e;
   }
-  return ApiError(0, "no error");
+  return ApiError(0, "no error", "", "", "");
 }
 
 json chat(json extra = json::object()) {
@@ -207,9 +207,16 @@ TEST(Sampling, MappedInOnePlace) {
   try {
     apply_sampling(chat({{"dry_multiplier", -1}}), pr, vocab, g);
     FAIL() << "no error";
-  } catch (const Error& e) {
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status, 400);
+    EXPECT_EQ(e.param, "dry_multiplier");
+    EXPECT_EQ(e.code, "invalid_value");
     EXPECT_NE(std::string(e.what()).find("dry_multiplier"), std::string::npos) << e.what();
   }
+  // mirostat is checked only there too: its error names it.
+  auto e = error_of([&] { apply_sampling(chat({{"mirostat", 7}}), pr, vocab, g); });
+  EXPECT_EQ(e.param, "mirostat");
+  EXPECT_EQ(e.code, "invalid_value");
 }
 
 TEST(PromptBuilder, ChatRenderingMarksOnlyTemplateTextSpecial) {

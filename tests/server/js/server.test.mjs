@@ -124,15 +124,22 @@ test('logprobs: one entry per token, coalescing off', async () => {
 });
 
 test('errors come back as the client error classes', async () => {
-  await assert.rejects(client.chat.completions.create({ model: 'gpt-nope',
-    messages: [{ role: 'user', content: 'x' }] }), (e) => e instanceof OpenAI.NotFoundError &&
-    e.code === 'model_not_found');
+  await assert.rejects(client.chat.completions.create({ model: 'stories',
+    messages: [{ role: 'user', content: 'x' }], tools: [{ function: { name: 5 } }] }),
+  (e) => e instanceof OpenAI.BadRequestError && e.param === 'tools[0].function.name' &&
+    e.code === 'invalid_type');
   await assert.rejects(client.chat.completions.create({ model: 'stories',
     messages: [{ role: 'user', content: 'x' }], temperature: 7 }),
   (e) => e instanceof OpenAI.BadRequestError && e.param === 'temperature');
   await assert.rejects(client.completions.create({ model: 'stories',
     prompt: 'Once upon a time '.repeat(300) }),
   (e) => e instanceof OpenAI.BadRequestError && e.code === 'context_length_exceeded');
+});
+
+test('any model name is the served model', async () => {
+  const r = await client.chat.completions.create({ model: 'gpt-4o-mini',
+    messages: [{ role: 'user', content: 'Hi' }], max_tokens: 3 });
+  assert.equal(r.model, 'stories');
 });
 
 test('raw HTTP: SSE framing', async () => {
