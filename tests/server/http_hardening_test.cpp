@@ -12,7 +12,7 @@
 #include "raw_http.h"
 #include "server/elastic_pool.h"
 #include "server/http_server.h"
-#include "serving_fixture.h"
+#include "server_fixture.h"
 #include "util/error.h"
 
 namespace hearth::server {

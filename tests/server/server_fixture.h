@@ -1,5 +1,6 @@
 // An in-process server for tests: a model behind an Engine on its own thread (as `hearth serve`
-// runs it), and a Server bound to a free loopback port running on its own thread.
+// runs it), and a Server bound to a free loopback port running on its own thread; ServingFixture
+// puts the two together for tests that need their own ServerOptions.
 #pragma once
 
 #include <httplib.h>
@@ -8,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include "common/shared_data.h"
 #include "engine/engine.h"
 #include "model/weights.h"
 #include "server/server.h"
@@ -63,6 +65,25 @@ struct RunningServer {
     c.set_read_timeout(120, 0);
     return c;
   }
+};
+
+// A server with its own options; `with_model` loads stories260K (the caller has checked that it
+// exists) and the server turns ready, else it stays "loading".
+class ServingFixture {
+ public:
+  ServingFixture(server::ServerOptions o, bool with_model) : server_(std::move(o)) {
+    if (!with_model) return;
+    backend_ = std::make_unique<Backend>(shared_path("models/stories260K.gguf"), 4, 16);
+    backend_->info.chat_template.reset();
+    server_.server.set_backend(*backend_->tok, *backend_->engine, backend_->info);
+  }
+  int port() const { return server_.port; }
+  httplib::Client client() const { return server_.client(); }
+  const Tokenizer& tokenizer() const { return *backend_->tok; }
+
+ private:
+  std::unique_ptr<Backend> backend_;  // declared first: outlives the server
+  RunningServer server_;
 };
 
 }  // namespace hearth::test

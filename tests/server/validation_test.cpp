@@ -11,7 +11,7 @@
 #include "raw_http.h"
 #include "server/api_error.h"
 #include "server/model_names.h"
-#include "serving_fixture.h"
+#include "server_fixture.h"
 
 namespace hearth::server {
 namespace {
