@@ -178,6 +178,10 @@ std::string indent_text(const std::string& s0, const std::string& ind, bool firs
 
 // select/reject/selectattr/rejectattr share this.
 Value select_items(Interpreter& in, const Value& seq, CallArgs& a, bool by_attr, bool keep) {
+  // Jinja guards these filters with `if value:`, so a falsy value (None, undefined, 0, "")
+  // yields nothing before the arguments are even looked at: `tools | selectattr(...)` with
+  // tools = None is an empty sequence.
+  if (!seq.truthy()) return Value::generator({});
   const std::vector<Value> items = iterable_items(in, seq);
   size_t next_arg = 0;
   std::string attr;
@@ -439,6 +443,7 @@ Value apply_filter_impl(Interpreter& in, std::string_view name, const Value& v, 
     return Value::string(std::move(d));
   }
   if (name == "map") {
+    if (!v.truthy()) return Value::generator({});  // Jinja's `if value:` (as select_items)
     const auto items = iterable_items(in, v);
     std::vector<Value> out;
     out.reserve(items.size());
