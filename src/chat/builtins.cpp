@@ -8,6 +8,7 @@
 #include <ctime>
 #include <unordered_map>
 
+#include "chat/py_json.h"
 #include "chat/py_string.h"
 
 namespace hearth::chat {
@@ -210,6 +211,62 @@ Value select_items(Interpreter& in, const Value& seq, CallArgs& a, bool by_attr,
   return Value::generator(std::move(out));
 }
 
+// transformers' tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False),
+// which hands its arguments to Python's json.dumps (Jinja's own tojson, with indent first and
+// HTML escaping, is replaced).
+Value tojson_filter(Interpreter& in, const Value& v, const CallArgs& a) {
+  static constexpr std::string_view kParams[] = {"ensure_ascii", "indent", "separators",
+                                                 "sort_keys"};
+  if (a.positional.size() > std::size(kParams))
+    in.fail(Kind::Type, "tojson() takes from 1 to 5 positional arguments but " +
+                            std::to_string(a.positional.size() + 1) + " were given");
+  Value bound[std::size(kParams)];
+  for (size_t i = 0; i < a.positional.size(); ++i) bound[i] = a.positional[i];
+  for (const auto& [k, x] : a.keyword) {
+    const auto* p = std::find(std::begin(kParams), std::end(kParams), k);
+    if (p == std::end(kParams))
+      in.fail(Kind::Type, "tojson() got an unexpected keyword argument '" + k + "'");
+    const auto i = static_cast<size_t>(p - std::begin(kParams));
+    if (i < a.positional.size())
+      in.fail(Kind::Type, "tojson() got multiple values for argument '" + k + "'");
+    bound[i] = x;
+  }
+  JsonDumpOptions o;
+  o.ensure_ascii = bound[0].truthy();
+  const Value& indent = bound[1];
+  if (indent.is_string()) {
+    o.indent = indent.str();
+  } else if (indent.is_number() && !indent.is_float()) {  // Python: ' ' * indent
+    const int64_t n = indent.as_int();
+    if (n > static_cast<int64_t>(in.options().limits.max_output_bytes))
+      in.fail(Kind::Limit, "tojson indent exceeds the output limit");
+    o.indent = std::string(static_cast<size_t>(std::max<int64_t>(n, 0)), ' ');
+  } else if (!indent.is_undefined() && !indent.is_none()) {
+    in.fail(Kind::Type,
+            "tojson indent must be an integer, a string or None, not " + indent.type_name());
+  }
+  const Value& seps = bound[2];
+  if (!seps.is_undefined() && !seps.is_none()) {
+    if (!seps.is_list() || seps.list_data().is_generator || seps.list_data().items.size() != 2 ||
+        !seps.list_data().items[0].is_string() || !seps.list_data().items[1].is_string())
+      in.fail(Kind::Type, "tojson separators must be a pair of strings (item, key)");
+    o.item_separator = seps.list_data().items[0].str();
+    o.key_separator = seps.list_data().items[1].str();
+  }
+  o.sort_keys = bound[3].truthy();
+  o.max_bytes = in.options().limits.max_output_bytes;
+  std::string out;
+  try {
+    out = py_json_dumps(v, o);
+  } catch (const JsonTooLarge& e) {
+    in.fail(Kind::Limit, e.what());
+  } catch (const hearth::Error& e) {
+    in.fail(Kind::Type, e.what());
+  }
+  in.check_size(out.size());
+  return Value::string(std::move(out), false);
+}
+
 std::string strftime_now(Interpreter& in, const std::string& fmt) {
   std::tm tm{};
   if (in.options().clock) {
@@ -347,23 +404,7 @@ Value apply_filter_impl(Interpreter& in, std::string_view name, const Value& v, 
     }
     return str_result(py::replace(s.str(), f, t, count), trusted);
   }
-  if (name == "tojson") {
-    int indent = -1;
-    const Value& ind = arg(a, 0, "indent");
-    if (!ind.is_undefined() && !ind.is_none()) {
-      if (!ind.is_number() || ind.is_float())
-        in.fail(Kind::Type, "tojson indent must be an integer");
-      indent = static_cast<int>(std::clamp<int64_t>(ind.as_int(), 0, 64));
-    }
-    const bool sort_keys = a.kw("sort_keys") && a.kw("sort_keys")->truthy();
-    try {
-      return str_result(py_json_dumps(v, indent, sort_keys), false);
-    } catch (const TemplateError&) {
-      throw;
-    } catch (const hearth::Error& e) {
-      in.fail(Kind::Type, e.what());
-    }
-  }
+  if (name == "tojson") return tojson_filter(in, v, a);
   if (name == "items") {
     if (v.is_undefined()) return Value::list();
     if (!v.is_dict() || v.dict_data().is_namespace)

@@ -165,9 +165,6 @@ bool reaches(const Value& v, const DictData* target, int depth = 0);
 bool py_equal(const Value& a, const Value& b, int depth = 0);
 // Python repr of a float (shortest round trip: 1.0, 0.5, 1e-05).
 std::string py_float_repr(double d);
-// Python json.dumps(value, ensure_ascii=False, indent=indent, separators=default,
-// sort_keys=sort_keys); indent < 0 means None. Throws hearth::Error for generators/callables.
-std::string py_json_dumps(const Value& v, int indent = -1, bool sort_keys = false);
 
 // Code points of a UTF-8 string (Python's len()); invalid bytes count one each.
 size_t utf8_length(std::string_view s);

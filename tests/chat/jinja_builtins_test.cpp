@@ -62,5 +62,93 @@ TEST(JinjaBuiltins, SelectAndMapOverNothing) {
   check_cases(cases);
 }
 
+// transformers' tojson: json.dumps(x, ensure_ascii=False, indent=None, separators=None,
+// sort_keys=False) with those positional names, so `tojson(true)` means ensure_ascii.
+TEST(JinjaBuiltins, ToJsonIsPythonJsonDumps) {
+  const Case cases[] = {
+      // ensure_ascii escapes everything outside ' '..'~' (DEL too) as lowercase \uXXXX, code
+      // points above U+FFFF as a surrogate pair; the default writes UTF-8 as is.
+      {R"J({{ s | tojson(ensure_ascii=true) }}|{{ s | tojson }}|{{ s | tojson(ensure_ascii=false) }})J",
+       R"J({"s": "aé€😀\u0001\"\\/<>&'\n\t"})J",
+       R"J("a\u00e9\u20ac\ud83d\ude00\u0001\"\\/<>&'\n\t"|"aé€😀\u0001\"\\/<>&'\n\t"|"aé€😀\u0001\"\\/<>&'\n\t")J"},
+      {R"J({{ s | tojson(true) }}|{{ s | tojson(1) }}|{{ s | tojson(0) }})J", R"J({"s": "𝄞 Ω ß"})J",
+       R"J("\ud834\udd1e \u03a9 \u00df"|"\ud834\udd1e \u03a9 \u00df"|"𝄞 Ω ß")J"},
+      {R"J({{ s | tojson(ensure_ascii=true) }})J", R"J({"s": "\u007f~ \uffff\ud800\udc00"})J",
+       R"J("\u007f~ \uffff\ud800\udc00")J"},
+      {R"J({{ s | tojson }})J", R"J({"s": "\u007f"})J", "\"\x7f\""},
+      // Keys are escaped like values.
+      {R"J({{ d | tojson(ensure_ascii=true, indent=2) }})J",
+       R"J({"d": {"naïve": ["日本", {"k": "ü"}], "plain": "x"}})J", R"J({
+  "na\u00efve": [
+    "\u65e5\u672c",
+    {
+      "k": "\u00fc"
+    }
+  ],
+  "plain": "x"
+})J"},
+      // separators = (item, key) replace both defaults, with or without indent.
+      {R"J({{ d | tojson(indent=2, separators=(',', '=')) }}|{{ d | tojson(separators=[';', ':']) }}|{{ d | tojson(separators=(',', ':')) }})J",
+       R"J({"d": {"b": [1, 2], "a": {}}})J", R"J({
+  "b"=[
+    1,
+    2
+  ],
+  "a"={}
+}|{"b":[1;2];"a":{}}|{"b":[1,2],"a":{}})J"},
+      // indent: a string is used as is, an int n is n spaces (0 and negatives: just newlines),
+      // True is 1.
+      {R"J({{ d | tojson(indent='\t') }}|{{ d | tojson(indent=0) }}|{{ d | tojson(indent=-3) }}|{{ d | tojson(indent=true) }}|{{ d | tojson(indent='ab', separators=('', '')) }})J",
+       R"J({"d": {"b": [1, 2], "a": {}}})J",
+       "{\n\t\"b\": [\n\t\t1,\n\t\t2\n\t],\n\t\"a\": {}\n}|"
+       "{\n\"b\": [\n1,\n2\n],\n\"a\": {}\n}|"
+       "{\n\"b\": [\n1,\n2\n],\n\"a\": {}\n}|"
+       "{\n \"b\": [\n  1,\n  2\n ],\n \"a\": {}\n}|"
+       "{\nab\"b\"[\nabab1\nabab2\nab]\nab\"a\"{}\n}"},
+      // sort_keys orders by code point, at every level.
+      {R"J({{ d | tojson(sort_keys=true) }}|{{ d | tojson(sort_keys=true, indent=1) }}|{{ d | tojson(false, none, none, true) }})J",
+       R"J({"d": {"b": 1, "B": {"z": 0, "y": 1}, "a": 0, "é": 2, "_": 3}})J",
+       R"J({"B": {"y": 1, "z": 0}, "_": 3, "a": 0, "b": 1, "é": 2}|{
+ "B": {
+  "y": 1,
+  "z": 0
+ },
+ "_": 3,
+ "a": 0,
+ "b": 1,
+ "é": 2
+}|{"B": {"y": 1, "z": 0}, "_": 3, "a": 0, "b": 1, "é": 2})J"},
+      {R"J({{ [1.0, 1e-05, 1e16, 0.1, -0.0, 123456789012345678] | tojson }}|{{ none | tojson }}|{{ true | tojson }}|{{ [] | tojson(indent=2) }}|{{ {} | tojson(indent=2) }})J",
+       R"J({})J", R"J([1.0, 1e-05, 1e+16, 0.1, -0.0, 123456789012345678]|null|true|[]|{})J"},
+      // Bad arguments and values JSON cannot hold.
+      {R"J({{ [1] | tojson(separators=(',',)) }})J", R"J({})J", nullptr},
+      {R"J({{ [1] | tojson(separators=1) }})J", R"J({})J", nullptr},
+      {R"J({{ [1] | tojson(separators=(1, 2)) }})J", R"J({})J", nullptr},
+      {R"J({{ [1] | tojson(indent=2.5) }})J", R"J({})J", nullptr},
+      {R"J({{ [1] | tojson(bogus=1) }})J", R"J({})J", nullptr},
+      {R"J({{ [1] | tojson(false, none, none, false, 1) }})J", R"J({})J", nullptr},
+      {R"J({{ [1] | tojson(true, ensure_ascii=true) }})J", R"J({})J", nullptr},
+      {R"J({{ (range(3) | map('string')) | tojson }})J", R"J({})J", nullptr},
+      {R"J({{ namespace(a=1) | tojson }})J", R"J({})J", nullptr},
+      {R"J({{ x | tojson }})J", R"J({})J", nullptr},
+  };
+  check_cases(cases);
+}
+
+TEST(JinjaBuiltins, ToJsonIndentIsBoundedByTheOutputLimit) {
+  RenderOptions opt;
+  opt.limits.max_output_bytes = 1 << 12;
+  for (const char* src : {"{{ [[[[1]]]] | tojson(indent=100000000000) }}",
+                          "{{ [[[[[[[[1]]]]]]]] | tojson(indent=200) }}"}) {
+    SCOPED_TRACE(src);
+    try {
+      Template::parse(src).render(json::object(), opt);
+      ADD_FAILURE() << "rendered";
+    } catch (const TemplateError& e) {
+      EXPECT_EQ(e.kind(), TemplateError::Kind::Limit) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace hearth::chat
