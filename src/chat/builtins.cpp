@@ -57,7 +57,8 @@ size_t py_len(Interpreter& in, const Value& v) {
   in.fail(Kind::Type, "object of type '" + v.type_name() + "' has no len()");
 }
 
-// Attribute lookup as Jinja's make_attrgetter: dotted paths, integers index lists.
+// Attribute lookup as Jinja's make_attrgetter: a dotted path whose all-digit parts are ints,
+// each part looked up as an item (so `map(attribute='0')` reads d[0] or a list's first item).
 Value attr_path(Interpreter& in, const Value& item, const std::string& path) {
   (void)in;
   Value cur = item;
@@ -66,11 +67,14 @@ Value attr_path(Interpreter& in, const Value& item, const std::string& path) {
     const size_t dot = path.find('.', pos);
     const std::string part =
         path.substr(pos, dot == std::string::npos ? std::string::npos : dot - pos);
+    const bool digits =
+        !part.empty() && part.size() < 19 && std::all_of(part.begin(), part.end(), ::isdigit);
+    const Value key = digits ? Value::integer(std::stoll(part)) : Value::string(part);
     if (cur.is_dict()) {
-      const Value* v = cur.dict_data().find(part);
+      const Value* v = cur.dict_data().find(key);
       cur = v ? *v : Value::undefined(part);
-    } else if (cur.is_list() && !part.empty() && std::all_of(part.begin(), part.end(), ::isdigit)) {
-      const size_t i = std::stoul(part);
+    } else if (cur.is_list() && digits && !cur.list_data().is_generator) {
+      const auto i = static_cast<size_t>(key.as_int());
       cur = i < cur.list_data().items.size() ? cur.list_data().items[i] : Value::undefined(part);
     } else if (cur.is_loop()) {
       cur = cur.loop_data().get(part);
@@ -411,8 +415,7 @@ Value apply_filter_impl(Interpreter& in, std::string_view name, const Value& v, 
       in.fail(Kind::Type, "Can only get item pairs from a mapping.");
     std::vector<Value> out;
     out.reserve(v.dict_data().items.size());
-    for (const auto& [k, x] : v.dict_data().items)
-      out.push_back(Value::tuple({Value::string(k), x}));
+    for (const auto& [k, x] : v.dict_data().items) out.push_back(Value::tuple({k, x}));
     return Value::list(std::move(out));
   }
   if (name == "dictsort") {
@@ -422,8 +425,7 @@ Value apply_filter_impl(Interpreter& in, std::string_view name, const Value& v, 
     const bool by_value = by.is_string() && by.str() == "value";
     const bool reverse = arg(a, 2, "reverse").truthy();
     std::vector<Value> out;
-    for (const auto& [k, x] : v.dict_data().items)
-      out.push_back(Value::tuple({Value::string(k), x}));
+    for (const auto& [k, x] : v.dict_data().items) out.push_back(Value::tuple({k, x}));
     std::stable_sort(out.begin(), out.end(), [&](const Value& p, const Value& q) {
       const size_t i = by_value ? 1 : 0;
       const Value& x = p.list_data().items[i];
@@ -674,8 +676,14 @@ Value apply_filter_impl(Interpreter& in, std::string_view name, const Value& v, 
   if (name == "attr") {
     const Value& n = arg(a, 0, "name");
     if (!n.is_string()) in.fail(Kind::Type, "attr: name must be a string");
-    if (v.is_dict()) {
+    // Python getattr only: a dict's keys are not attributes (its methods are), a namespace's
+    // and the loop's are.
+    if (v.is_dict() && v.dict_data().is_namespace) {
       if (const Value* x = v.dict_data().find(n.str())) return *x;
+    } else if (v.is_loop()) {
+      return v.loop_data().get(n.str());
+    } else if (has_method(v, n.str())) {
+      return bound_method(v, n.str());
     }
     return Value::undefined(n.str());
   }
@@ -785,7 +793,10 @@ bool apply_test(Interpreter& in, std::string_view name, const Value& v, CallArgs
         if (py_equal(e, v)) return true;
       return false;
     }
-    if (x.is_dict()) return v.is_string() && x.dict_data().find(v.str()) != nullptr;
+    if (x.is_dict()) {
+      if (!is_hashable(v)) in.fail(Kind::Type, "unhashable type: '" + v.type_name() + "'");
+      return x.dict_data().find(v) != nullptr;
+    }
     if (x.is_undefined()) return false;
     in.fail(Kind::Type, "argument of type '" + x.type_name() + "' is not iterable");
   }

@@ -289,7 +289,7 @@ std::vector<Value> iterate_items(Interpreter& in, const Value& v) {
     case Value::Type::Dict: {
       std::vector<Value> keys;
       keys.reserve(v.dict_data().items.size());
-      for (const auto& kv : v.dict_data().items) keys.push_back(Value::string(kv.first));
+      for (const auto& kv : v.dict_data().items) keys.push_back(kv.first);
       return keys;
     }
     case Value::Type::String: {
@@ -481,14 +481,12 @@ Value Interpreter::get_item(const Value& obj, const Value& key, Location loc) {
       fail(Kind::Undefined, n.empty() ? "item of an undefined value" : "'" + n + "' is undefined");
     }
     case Value::Type::Dict:
-      if (key.is_string()) {
-        if (const Value* v = obj.dict_data().find(key.str())) return *v;
-        if (!obj.dict_data().is_namespace && has_method(obj, key.str()))
-          return bound_method(obj, key.str());
-      } else if (key.is_number() && !key.is_float()) {
-        // Dict keys are strings here (JSON); integer keys match their decimal spelling.
-        if (const Value* v = obj.dict_data().find(std::to_string(key.as_int()))) return *v;
-      }
+      // Keys match as in Python (d[0] and d["0"] differ); an unhashable key finds nothing
+      // (Jinja's getitem swallows Python's TypeError), and a str falls back to the methods.
+      if (is_hashable(key))
+        if (const Value* v = obj.dict_data().find(key)) return *v;
+      if (key.is_string() && !obj.dict_data().is_namespace && has_method(obj, key.str()))
+        return bound_method(obj, key.str());
       return Value::undefined("'dict object' has no attribute '" + key.to_str() + "'");
     case Value::Type::List: {
       const ListData& l = obj.list_data();
@@ -754,7 +752,8 @@ bool Interpreter::compare(const std::string& op, const Value& a, const Value& b,
         }
         break;
       case Value::Type::Dict:
-        found = a.is_string() && b.dict_data().find(a.str()) != nullptr;
+        if (!is_hashable(a)) fail(Kind::Type, "unhashable type: '" + a.type_name() + "'");
+        found = b.dict_data().find(a) != nullptr;
         break;
       default:
         fail(Kind::Type, "argument of type '" + b.type_name() + "' is not iterable");
@@ -978,7 +977,11 @@ Value Interpreter::eval(const Expr& e, Scope& scope) {
       for (size_t i = 0; i + 1 < e.args.size(); i += 2) {
         Value k = eval(*e.args[i], scope);
         Value v = eval(*e.args[i + 1], scope);
-        d.dict_data().set(k.to_str(), std::move(v));
+        if (!is_hashable(k)) {
+          loc_ = e.args[i]->loc;
+          fail(Kind::Type, "unhashable type: '" + k.type_name() + "'");
+        }
+        d.dict_data().set(std::move(k), std::move(v));
       }
       charge(e.args.size());
       return d;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "chat/py_string.h"
+#include "util/error.h"
 
 namespace hearth::chat {
 namespace {
@@ -144,22 +145,51 @@ void JsonWriter::list(const ListData& l, size_t level) {
   out_ += ']';
 }
 
+// Python's json turns None/bool/int/float keys into their JSON text; others are a TypeError.
+std::string key_text(const Value& k) {
+  switch (k.type()) {
+    case Value::Type::String:
+      return k.str();
+    case Value::Type::None:
+      return "null";
+    case Value::Type::Bool:
+      return k.as_bool() ? "true" : "false";
+    case Value::Type::Int:
+      return std::to_string(k.as_int());
+    case Value::Type::Float:
+      return float_text(k.as_float());
+    default:
+      fail("keys must be str, int, float, bool or None, not {}", k.type_name());
+  }
+}
+
+// sort_keys sorts the keys themselves (before they become text), so numbers sort as numbers
+// and a mix of str and numbers is Python's TypeError.
+bool key_less(const Value& a, const Value& b) {
+  if (a.is_string() && b.is_string()) return a.str() < b.str();  // UTF-8 bytes: code point order
+  if (a.is_number() && b.is_number()) {
+    if (a.is_float() || b.is_float()) return a.as_float() < b.as_float();
+    return a.as_int() < b.as_int();
+  }
+  fail("'<' not supported between instances of '{}' and '{}'", b.type_name(), a.type_name());
+}
+
 void JsonWriter::dict(const DictData& d, size_t level) {
   if (d.items.empty()) {
     out_ += "{}";
     return;
   }
-  std::vector<const std::pair<std::string, Value>*> order;
+  std::vector<const std::pair<Value, Value>*> order;
   order.reserve(d.items.size());
   for (const auto& kv : d.items) order.push_back(&kv);
   if (o_.sort_keys)
     std::stable_sort(order.begin(), order.end(),
-                     [](auto* a, auto* b) { return a->first < b->first; });
+                     [](auto* a, auto* b) { return key_less(a->first, b->first); });
   out_ += '{';
   for (size_t i = 0; i < order.size(); ++i) {
     if (i) out_ += item_sep_;
     newline(level + 1);
-    json_string(out_, order[i]->first, o_.ensure_ascii);
+    json_string(out_, key_text(order[i]->first), o_.ensure_ascii);
     out_ += o_.key_separator;
     value(order[i]->second, level + 1);
   }

@@ -128,15 +128,27 @@ struct ListData {
   bool is_generator = false;  // map/select/... results: no len(), no indexing, not JSON
 };
 
-// Insertion-ordered; small dicts dominate, so lookups scan.
+// Insertion-ordered; small dicts dominate, so lookups scan. Keys are Python's hashable
+// values (None, bool, int, float, str, tuples of them, Undefined) and match as Python's do:
+// 1, 1.0 and True are one key, 1 and "1" two. JSON objects bring str keys; dict literals
+// may bring others ({0: 0, 512: 128}).
 struct DictData {
-  std::vector<std::pair<std::string, Value>> items;
+  std::vector<std::pair<Value, Value>> items;
   uint32_t depth = 1;
   bool is_namespace = false;
+  // A str key.
   const Value* find(std::string_view key) const;
   Value* find(std::string_view key);
-  void set(std::string key, Value v);  // throws hearth::Error beyond kMaxNesting
+  // Any key (an unhashable one is simply not found).
+  const Value* find(const Value& key) const;
+  // Replaces the value of an equal key (keeping the key first inserted, as Python) or appends.
+  // Throws hearth::Error for an unhashable key and beyond kMaxNesting.
+  void set(std::string key, Value v);
+  void set(Value key, Value v);
 };
+
+// Whether Python could use `v` as a dict key.
+bool is_hashable(const Value& v);
 
 struct LoopData {
   std::vector<Value> items;

@@ -150,5 +150,59 @@ TEST(JinjaBuiltins, ToJsonIndentIsBoundedByTheOutputLimit) {
   }
 }
 
+// Dict literals keep their keys' types; keys compare as Python's (1 == 1.0 == True is one key,
+// 0 and "0" are two), and lookups, `in`, iteration, methods and filters see the real keys.
+TEST(JinjaBuiltins, DictKeysKeepTheirTypes) {
+  const Case cases[] = {
+      {R"J({% set d = {0: 0, 512: 128, '0': 'zero'} %}{{ d[512] }}|{{ d[0] }}|{{ d['0'] }}|{{ d['512'] }}|{{ d }}|{{ d | length }})J",
+       R"J({})J", R"J(128|0|zero||{0: 0, 512: 128, '0': 'zero'}|3)J"},
+      // Equal keys merge: the first key stays, the last value wins.
+      {R"J({% set d = {1: 'a', true: 'b', 1.0: 'c', 2: 'x'} %}{{ d }}|{{ d[1] }}|{{ d[true] }}|{{ d[1.0] }}|{{ 1 in d }}|{{ true in d }}|{{ '1' in d }}|{{ 2.0 in d }})J",
+       R"J({})J", R"J({1: 'c', 2: 'x'}|c|c|c|True|True|False|True)J"},
+      {R"J({% set d = {none: 'n', false: 'f', 0: 'z', -3: 'neg', 2.5: 'f2'} %}{{ d }}|{{ d[none] }}|{{ d[0] }}|{{ d[-3] }}|{{ d[2.5] }}|{{ none in d }})J",
+       R"J({})J", R"J({None: 'n', False: 'z', -3: 'neg', 2.5: 'f2'}|n|z|neg|f2|True)J"},
+      {R"J({% set d = {(1, 2): 'pair', 'x': 1} %}{{ d[(1, 2)] }}|{{ d }}|{{ (1, 2) in d }})J",
+       R"J({})J", R"J(pair|{(1, 2): 'pair', 'x': 1}|True)J"},
+      // dictsort orders ints as ints; items/keys/values keep insertion order.
+      {R"J({% set d = {512: 128, 0: 0, 64: 32} %}{{ d | dictsort }}|{{ d | dictsort(reverse=true) }}|{{ d | dictsort(by='value') }}|{{ d.items() | list }}|{{ d.keys() | list }}|{{ d.values() | list }})J",
+       R"J({})J",
+       R"J([(0, 0), (64, 32), (512, 128)]|[(512, 128), (64, 32), (0, 0)]|[(0, 0), (64, 32), (512, 128)]|[(512, 128), (0, 0), (64, 32)]|[512, 0, 64]|[128, 0, 32])J"},
+      {R"J({% set d = {10: 'a', 9: 'b', 100: 'c'} %}{% for k, v in d | dictsort %}{{ k }}={{ v }} {% endfor %}|{% for k in d %}{{ k + 1 }} {% endfor %}|{% for k, v in d.items() %}{{ k * 2 }}:{{ v }} {% endfor %})J",
+       R"J({})J", R"J(9=b 10=a 100=c |11 10 101 |20:a 18:b 200:c )J"},
+      {R"J({% set d = {'B': 1, 'a': 2, 'c': 0} %}{{ d | dictsort }}|{{ d | dictsort(true) }}|{{ {'b': 1, 2: 1} | dictsort(by='value') }})J",
+       R"J({})J",
+       R"J([('a', 2), ('B', 1), ('c', 0)]|[('B', 1), ('a', 2), ('c', 0)]|[('b', 1), (2, 1)])J"},
+      {R"J({% set d = {1: 'a', 'b': 2} %}{{ d.get(1) }}|{{ d.get('1') }}|{{ d.get('b') }}|{{ d.get(2, 'dflt') }}|{{ d | items | list }}|{{ d | tojson }}|{{ d.copy() }}|{{ dict(d) }})J",
+       R"J({})J",
+       R"J(a|None|2|dflt|[(1, 'a'), ('b', 2)]|{"1": "a", "b": 2}|{1: 'a', 'b': 2}|{1: 'a', 'b': 2})J"},
+      {R"J({% set a = {1: 'x', 'k': [1]} %}{% set b = {'k': [1], 1.0: 'x'} %}{{ a == b }}|{{ a == {'1': 'x', 'k': [1]} }})J",
+       R"J({})J", R"J(True|False)J"},
+      // JSON objects keep str keys: an int does not find them.
+      {R"J({{ d[0] }}|{{ d['0'] }}|{{ 0 in d }}|{{ '0' in d }})J", R"J({"d": {"0": "s"}})J",
+       R"J(|s|False|True)J"},
+      // make_attrgetter reads all-digit attribute parts as ints.
+      {R"J({{ [{0: 'int', '0': 'str'}] | map(attribute='0') | list }}|{{ [[5, 6]] | map(attribute='1') | list }}|{{ [{'a': {2: 'deep'}}] | map(attribute='a.2') | list }})J",
+       R"J({})J", R"J(['int']|[6]|['deep'])J"},
+      // tojson writes None/bool/int/float keys as JSON text; sort_keys sorts the keys first.
+      {R"J({{ {2: 1, 10: 2, 1: 0, true: 5} | tojson(sort_keys=true) }}|{{ {none: 1, false: 2, 1.5: 3, 1e16: 4} | tojson }})J",
+       R"J({})J", R"J({"1": 5, "2": 1, "10": 2}|{"null": 1, "false": 2, "1.5": 3, "1e+16": 4})J"},
+      {R"J({{ {'a': 1}[[1]] }})J", R"J({})J", R"J()J"},
+      // The attr filter is getattr: a dict's keys are not attributes, its methods are.
+      {R"J({% set d = {0: 'int', '0': 'str'} %}{{ d['0'] }}{{ d[0] }}|{{ d | attr('0') }}|{{ d.0 }})J",
+       R"J({})J", R"J(strint||int)J"},
+      {R"J({{ namespace(a=1) | attr('a') }}|{{ {'a': 1} | attr('a') }}|{% for x in [1] %}{{ loop | attr('index') }}{% endfor %}|{{ {'a': 1} | attr('items') is callable }}|{{ 'ab' | attr('upper') is callable }}|{{ {'a': 1} | attr('zz') is defined }})J",
+       R"J({})J", R"J(1||1|True|True|False)J"},
+      // Unhashable keys, unorderable keys, keys JSON cannot write.
+      {R"J({{ {[1]: 2} }})J", R"J({})J", nullptr},
+      {R"J({{ {{'a': 1}: 2} }})J", R"J({})J", nullptr},
+      {R"J({{ [1] in {'a': 1} }})J", R"J({})J", nullptr},
+      {R"J({{ {'a': 1}.get([1]) }})J", R"J({})J", nullptr},
+      {R"J({% set d = {1: 'a', 'b': 2} %}{{ d | dictsort }})J", R"J({})J", nullptr},
+      {R"J({{ {1: 2, 'a': 3} | tojson(sort_keys=true) }})J", R"J({})J", nullptr},
+      {R"J({{ {(1, 2): 2} | tojson }})J", R"J({})J", nullptr},
+  };
+  check_cases(cases);
+}
+
 }  // namespace
 }  // namespace hearth::chat
