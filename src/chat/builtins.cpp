@@ -12,15 +12,20 @@
 #include "chat/py_string.h"
 
 namespace hearth::chat {
+
+const Value& call_arg(const CallArgs& a, size_t i, std::string_view kw) {
+  static const Value kUndefined;
+  if (i < a.positional.size()) return a.positional[i];
+  if (const Value* v = a.kw(kw)) return *v;
+  return kUndefined;
+}
+
 namespace {
 
 using Kind = TemplateError::Kind;
 
 const Value& arg(const CallArgs& a, size_t i, std::string_view kw) {
-  static const Value kUndefined;
-  if (i < a.positional.size()) return a.positional[i];
-  if (const Value* v = a.kw(kw)) return *v;
-  return kUndefined;
+  return call_arg(a, i, kw);
 }
 
 int64_t int_arg(Interpreter& in, const Value& v, int64_t dflt, const char* what) {
@@ -57,34 +62,68 @@ size_t py_len(Interpreter& in, const Value& v) {
   in.fail(Kind::Type, "object of type '" + v.type_name() + "' has no len()");
 }
 
-// Attribute lookup as Jinja's make_attrgetter: a dotted path whose all-digit parts are ints,
-// each part looked up as an item (so `map(attribute='0')` reads d[0] or a list's first item).
-Value attr_path(Interpreter& in, const Value& item, const std::string& path) {
-  (void)in;
-  Value cur = item;
-  size_t pos = 0;
-  while (pos <= path.size()) {
-    const size_t dot = path.find('.', pos);
-    const std::string part =
-        path.substr(pos, dot == std::string::npos ? std::string::npos : dot - pos);
-    const bool digits =
-        !part.empty() && part.size() < 19 && std::all_of(part.begin(), part.end(), ::isdigit);
-    const Value key = digits ? Value::integer(std::stoll(part)) : Value::string(part);
-    if (cur.is_dict()) {
-      const Value* v = cur.dict_data().find(key);
-      cur = v ? *v : Value::undefined(part);
-    } else if (cur.is_list() && digits && !cur.list_data().is_generator) {
-      const auto i = static_cast<size_t>(key.as_int());
-      cur = i < cur.list_data().items.size() ? cur.list_data().items[i] : Value::undefined(part);
-    } else if (cur.is_loop()) {
-      cur = cur.loop_data().get(part);
-    } else {
-      cur = Value::undefined(part);
+// Jinja's environment.getitem without the method fallback: dict keys, list/str indices (negative
+// ones too), named-tuple fields and loop attributes; anything else is undefined.
+Value item_of(const Value& cur, const Value& key) {
+  const std::string name = key.to_str();
+  if (cur.is_dict()) {
+    const Value* v = cur.dict_data().find(key);
+    return v ? *v : Value::undefined(name);
+  }
+  if (cur.is_list() && !cur.list_data().is_generator) {
+    const ListData& l = cur.list_data();
+    if (key.is_int()) {
+      int64_t i = key.as_int();
+      if (i < 0) i += static_cast<int64_t>(l.items.size());
+      if (i >= 0 && static_cast<size_t>(i) < l.items.size()) return l.items[static_cast<size_t>(i)];
+    } else if (key.is_string()) {
+      if (const Value* f = l.field(key.str())) return *f;
     }
-    if (dot == std::string::npos) break;
-    pos = dot + 1;
+    return Value::undefined(name);
+  }
+  if (cur.is_string() && key.is_int()) {
+    const auto off = utf8_offsets(cur.str());
+    int64_t i = key.as_int();
+    if (i < 0) i += static_cast<int64_t>(off.size() - 1);
+    if (i >= 0 && static_cast<size_t>(i) + 1 < off.size()) {
+      const auto u = static_cast<size_t>(i);
+      return Value::string(cur.str().substr(off[u], off[u + 1] - off[u]),
+                           cur.str_ref().fully_trusted());
+    }
+    return Value::undefined(name);
+  }
+  if (cur.is_loop() && key.is_string()) return cur.loop_data().get(key.str());
+  return Value::undefined(name);
+}
+
+}  // namespace
+
+// Jinja's make_attrgetter: a str attribute is a dotted path whose all-digit parts are ints, an
+// int attribute one index; each part is looked up as an item (so `map(attribute='0')` reads d[0]
+// or a list's first item) and, with a default, an undefined step becomes the default.
+Value attr_lookup(Interpreter& in, const Value& item, const Value& attribute, const Value* dflt) {
+  std::vector<Value> parts;
+  if (attribute.is_string()) {
+    for (const std::string& part : py::split(attribute.str(), std::string("."), -1)) {
+      const bool digits =
+          !part.empty() && part.size() < 19 && std::all_of(part.begin(), part.end(), ::isdigit);
+      parts.push_back(digits ? Value::integer(std::stoll(part)) : Value::string(part));
+    }
+  } else if (attribute.is_int()) {
+    parts.push_back(attribute);
+  } else if (!attribute.is_undefined() && !attribute.is_none()) {
+    in.fail(Kind::Type, "attribute must be a str or an int, not " + attribute.type_name());
+  }
+  Value cur = item;
+  for (const Value& key : parts) {
+    cur = item_of(cur, key);
+    if (dflt && cur.is_undefined()) cur = *dflt;
   }
   return cur;
+}
+
+Value attr_path(Interpreter& in, const Value& item, const std::string& path) {
+  return attr_lookup(in, item, Value::string(path), nullptr);
 }
 
 // Sort key comparison (Python ordering, strings case-folded unless case_sensitive).
@@ -93,7 +132,10 @@ bool sort_less(Interpreter& in, const Value& a, const Value& b, bool case_sensit
     if (case_sensitive) return a.str() < b.str();
     return py::lower(a.str()) < py::lower(b.str());
   }
-  if (a.is_number() && b.is_number()) return a.as_float() < b.as_float();
+  if (a.is_number() && b.is_number()) {
+    if (a.is_float() || b.is_float()) return a.as_float() < b.as_float();
+    return a.as_int() < b.as_int();
+  }
   if (a.is_list() && b.is_list()) {
     const auto& x = a.list_data().items;
     const auto& y = b.list_data().items;
@@ -103,6 +145,8 @@ bool sort_less(Interpreter& in, const Value& a, const Value& b, bool case_sensit
     }
     return x.size() < y.size();
   }
+  if (a.is_undefined() || b.is_undefined())  // Jinja's Undefined refuses to be compared
+    in.fail(Kind::Undefined, "an undefined value cannot be ordered");
   in.fail(Kind::Type, "'<' not supported between instances of '" + a.type_name() + "' and '" +
                           b.type_name() + "'");
 }
@@ -111,6 +155,8 @@ Value fold_case(const Value& v, bool case_sensitive) {
   if (!case_sensitive && v.is_string()) return Value::string(py::lower(v.str()));
   return v;
 }
+
+namespace {
 
 std::string html_escape(const std::string& s) {
   std::string out;
@@ -509,6 +555,8 @@ Value apply_filter_impl(Interpreter& in, std::string_view name, const Value& v, 
     for (const auto& item : items) out.push_back(apply_filter(in, filter, item, fa));
     return Value::generator(std::move(out));
   }
+  if (name == "groupby") return filter_groupby(in, v, a);
+  if (name == "slice") return filter_slice(in, v, a);
   if (name == "select") return select_items(in, v, a, false, true);
   if (name == "reject") return select_items(in, v, a, false, false);
   if (name == "selectattr") return select_items(in, v, a, true, true);
@@ -802,13 +850,13 @@ bool apply_test(Interpreter& in, std::string_view name, const Value& v, CallArgs
   }
   if (name == "filter") {
     static const char* const kFilters[] = {
-        "trim",       "upper",   "lower",       "title",  "capitalize", "string",    "safe",
-        "e",          "escape",  "forceescape", "length", "count",      "wordcount", "default",
-        "d",          "replace", "tojson",      "items",  "dictsort",   "list",      "first",
-        "last",       "reverse", "join",        "map",    "select",     "reject",    "selectattr",
-        "rejectattr", "unique",  "sort",        "min",    "max",        "sum",       "int",
-        "float",      "abs",     "round",       "indent", "center",     "batch",     "attr",
-        "pprint",     "format",  "truncate"};
+        "trim",       "upper",   "lower",       "title",   "capitalize", "string",    "safe",
+        "e",          "escape",  "forceescape", "length",  "count",      "wordcount", "default",
+        "d",          "replace", "tojson",      "items",   "dictsort",   "list",      "first",
+        "last",       "reverse", "join",        "map",     "select",     "reject",    "selectattr",
+        "rejectattr", "unique",  "sort",        "min",     "max",        "sum",       "int",
+        "float",      "abs",     "round",       "indent",  "center",     "batch",     "attr",
+        "pprint",     "format",  "truncate",    "groupby", "slice",      "wordwrap"};
     if (!v.is_string()) return false;
     for (const char* f : kFilters)
       if (v.str() == f) return true;

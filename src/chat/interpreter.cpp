@@ -456,6 +456,8 @@ Value Interpreter::get_attr(const Value& obj, const std::string& name, Location 
     }
     case Value::Type::String:
     case Value::Type::List:
+      if (obj.is_list())
+        if (const Value* f = obj.list_data().field(name)) return *f;
       if (has_method(obj, name)) return bound_method(obj, name);
       return Value::undefined("'" + obj.type_name() + " object' has no attribute '" + name + "'");
     default:

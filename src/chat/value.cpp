@@ -437,6 +437,12 @@ nlohmann::ordered_json Value::to_json() const {
   }
 }
 
+const Value* ListData::field(std::string_view name) const {
+  for (size_t i = 0; i < field_names.size() && i < items.size(); ++i)
+    if (field_names[i] == name) return &items[i];
+  return nullptr;
+}
+
 bool is_hashable(const Value& v) {
   switch (v.type()) {
     case Value::Type::List: {

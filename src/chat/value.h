@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -126,6 +127,10 @@ struct ListData {
   uint32_t depth = 1;
   bool is_tuple = false;
   bool is_generator = false;  // map/select/... results: no len(), no indexing, not JSON
+  // A named tuple (groupby's (grouper, list)) names its items for attribute access; the names
+  // are static strings.
+  std::span<const std::string_view> field_names;
+  const Value* field(std::string_view name) const;
 };
 
 // Insertion-ordered; small dicts dominate, so lookups scan. Keys are Python's hashable

@@ -204,5 +204,65 @@ TEST(JinjaBuiltins, DictKeysKeepTheirTypes) {
   check_cases(cases);
 }
 
+// groupby = sorted by the key, then runs of equal keys; (grouper, list) tuples with names.
+TEST(JinjaBuiltins, GroupBy) {
+  const char* users =
+      R"J({"users": [{"name": "a", "city": "Rome"}, {"name": "b", "city": "Oslo"}, {"name": "c", "city": "rome"}, {"name": "d", "city": "Oslo"}]})J";
+  const Case cases[] = {
+      // Case-insensitive by default; the grouper keeps the first member's spelling.
+      {R"J({% for g in users | groupby('city') %}{{ g.grouper }}: {{ g.list | map(attribute='name') | join(', ') }}; {% endfor %})J",
+       users, R"J(Oslo: b, d; Rome: a, c; )J"},
+      {R"J({% for city, items in users | groupby('city', case_sensitive=true) %}{{ city }}={{ items | length }} {% endfor %}|{{ users | groupby('city') | map(attribute='grouper') | list }})J",
+       users, R"J(Oslo=2 Rome=1 rome=1 |['Oslo', 'Rome'])J"},
+      {R"J({{ users | groupby('city') | tojson }}|{{ (users | groupby('city'))[1].list | length }}|{{ (users | groupby('city')) | length }})J",
+       R"J({"users": [{"name": "a", "city": "Rome"}, {"name": "b", "city": "Oslo"}, {"name": "c", "city": "rome"}]})J",
+       R"J([["Oslo", [{"name": "b", "city": "Oslo"}]], ["Rome", [{"name": "a", "city": "Rome"}, {"name": "c", "city": "rome"}]]]|2|2)J"},
+      // default= stands in for a missing attribute.
+      {R"J({{ users | groupby('city', default='??') }})J",
+       R"J({"users": [{"name": "a", "city": "Rome"}, {"name": "b"}, {"name": "c", "city": "Oslo"}]})J",
+       R"J([('??', [{'name': 'b'}]), ('Oslo', [{'name': 'c', 'city': 'Oslo'}]), ('Rome', [{'name': 'a', 'city': 'Rome'}])])J"},
+      // Int attributes index; dotted paths; numbers sort as numbers; None groups the items.
+      {R"J({{ [[1, 'a'], [0, 'b'], [1, 'c']] | groupby(0) }}|{{ [[1, 'a'], [0, 'b'], [1, 'c']] | groupby('0') | list }}|{{ [] | groupby('x') }})J",
+       R"J({})J",
+       R"J([(0, [[0, 'b']]), (1, [[1, 'a'], [1, 'c']])]|[(0, [[0, 'b']]), (1, [[1, 'a'], [1, 'c']])]|[])J"},
+      {R"J({{ xs | groupby('a.b') }}|{{ (xs | groupby('a.b'))[0][0] }}|{{ (xs | groupby('a.b'))[0].list[0].a.b }})J",
+       R"J({"xs": [{"a": {"b": 2}}, {"a": {"b": 1}}, {"a": {"b": 2}}]})J",
+       R"J([(1, [{'a': {'b': 1}}]), (2, [{'a': {'b': 2}}, {'a': {'b': 2}}])]|1|1)J"},
+      {R"J({{ [3, 1, 3, 2] | groupby(none) }}|{{ ['b', 'A', 'a'] | groupby(none) }}|{{ ['b', 'A', 'a'] | groupby(none, case_sensitive=true) | list }})J",
+       R"J({})J",
+       R"J([(1, [1]), (2, [2]), (3, [3, 3])]|[('A', ['A', 'a']), ('b', ['b'])]|[('A', ['A']), ('a', ['a']), ('b', ['b'])])J"},
+      // A single member is never compared, so an undefined key survives; undefined is empty.
+      {R"J({{ users | groupby('city') }})J", R"J({"users": [{"name": "b"}]})J",
+       R"J([(Undefined, [{'name': 'b'}])])J"},
+      {R"J({{ x | groupby('a') }})J", R"J({})J", R"J([])J"},
+      // Keys Python cannot order, None input, no attribute.
+      {R"J({{ users | groupby('city') }})J",
+       R"J({"users": [{"name": "a", "city": "Rome"}, {"name": "b"}]})J", nullptr},
+      {R"J({{ [{'k': 1}, {'k': 'a'}] | groupby('k') }})J", R"J({})J", nullptr},
+      {R"J({{ none | groupby('x') }})J", R"J({})J", nullptr},
+      {R"J({{ [3] | groupby() }})J", R"J({})J", nullptr},
+  };
+  check_cases(cases);
+}
+
+// slice(n) makes n columns, the first len % n one item longer; fill_with pads the others.
+TEST(JinjaBuiltins, Slice) {
+  const Case cases[] = {
+      {R"J({{ [1,2,3,4,5,6,7] | slice(3) | list }}|{{ [1,2,3,4,5,6,7] | slice(3, 0) | list }}|{{ [1,2,3,4,5,6] | slice(3, 'x') | list }}|{{ [1,2] | slice(4) | list }}|{{ [1,2] | slice(4, fill_with='-') | list }}|{{ [] | slice(2) | list }}|{{ 'abcde' | slice(2) | list }})J",
+       R"J({})J",
+       R"J([[1, 2, 3], [4, 5], [6, 7]]|[[1, 2, 3], [4, 5, 0], [6, 7, 0]]|[[1, 2, 'x'], [3, 4, 'x'], [5, 6, 'x']]|[[1], [2], [], []]|[[1], [2], ['-'], ['-']]|[[], []]|[['a', 'b', 'c'], ['d', 'e']])J"},
+      {R"J({% for col in range(10) | slice(3) %}[{% for x in col %}{{ x }}{% endfor %}]{% endfor %}|{{ [1,2,3] | slice(-1) | list }}|{{ [1,2,3] | slice(1) | list }}|{{ [1, 2, 3] | slice(3, none) | list }})J",
+       R"J({})J", R"J([0123][456][789]|[]|[[1, 2, 3]]|[[1], [2], [3]])J"},
+      {R"J({{ x | slice(2) | list }})J", R"J({})J", R"J([[], []])J"},
+      {R"J({{ [1,2,3] | slice(0) | list }})J", R"J({})J", nullptr},
+      {R"J({{ [1,2,3] | slice(1.5) | list }})J", R"J({})J", nullptr},
+      {R"J({{ [1,2,3] | slice('2') | list }})J", R"J({})J", nullptr},
+      {R"J({{ none | slice(2) | list }})J", R"J({})J", nullptr},
+      // Python would build ten billion lists; the render limits refuse.
+      {R"J({{ [1,2,3] | slice(10000000000) | list }})J", R"J({})J", nullptr},
+  };
+  check_cases(cases);
+}
+
 }  // namespace
 }  // namespace hearth::chat
