@@ -786,7 +786,7 @@ bool apply_test(Interpreter& in, std::string_view name, const Value& v, CallArgs
   if (name == "sequence")
     return v.is_string() || (v.is_list() && !v.list_data().is_generator) ||
            (v.is_dict() && !v.dict_data().is_namespace) || v.is_undefined();
-  if (name == "callable") return v.is_callable();
+  if (name == "callable") return v.is_callable() || v.is_loop();  // LoopContext has __call__
   if (name == "escaped") return false;
   if (name == "lower") return v.is_string() && py::is_lower(v.str());
   if (name == "upper") return v.is_string() && py::is_upper(v.str());

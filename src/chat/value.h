@@ -155,14 +155,19 @@ struct DictData {
 // Whether Python could use `v` as a dict key.
 bool is_hashable(const Value& v);
 
+class Interpreter;
+struct CallArgs;
+
 struct LoopData {
   std::vector<Value> items;
   size_t index0 = 0;
   size_t depth0 = 0;
+  // Set for `{% for ... recursive %}`: calling the loop renders its body for other items, one
+  // level deeper.
+  std::function<Value(Interpreter&, CallArgs&)> recurse;
   Value get(std::string_view attr) const;
 };
 
-class Interpreter;
 struct CallArgs {
   std::vector<Value> positional;
   std::vector<std::pair<std::string, Value>> keyword;

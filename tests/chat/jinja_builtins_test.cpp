@@ -264,5 +264,78 @@ TEST(JinjaBuiltins, Slice) {
   check_cases(cases);
 }
 
+// `for ... recursive`: loop(items) renders the same body (filter and else block included) for
+// items, one level deeper, and returns the text; loop.depth/depth0 count the levels.
+TEST(JinjaBuiltins, RecursiveForLoops) {
+  const Case cases[] = {
+      {R"J({% for x in items recursive %}[{{ x.name }}:{{ loop.depth }}/{{ loop.depth0 }}/{{ loop.index }}{% if x.children %}({{ loop(x.children) }}){% endif %}]{% endfor %})J",
+       R"J({"items": [{"name": "a", "children": [{"name": "b"}, {"name": "c", "children": [{"name": "d"}]}]}, {"name": "e"}]})J",
+       R"J([a:1/0/1([b:2/1/1][c:2/1/2([d:3/2/1])])][e:1/0/2])J"},
+      // The result is a string (filters apply); an empty inner call runs the else block.
+      {R"J({% for x in items recursive %}{{ x.n }}{% if x.c %}<{{ loop(x.c) | upper }}>{% endif %}{% else %}none{% endfor %})J",
+       R"J({"items": [{"n": "a", "c": []}, {"n": "b", "c": [{"n": "x", "c": []}]}]})J",
+       R"J(ab<X>)J"},
+      {R"J({% for x in items recursive %}{{ x.n }}<{{ loop(x.c) }}>{% else %}none{% endfor %})J",
+       R"J({"items": [{"n": "a", "c": []}, {"n": "b", "c": [{"n": "x", "c": []}]}]})J",
+       R"J(a<none>b<x<none>>)J"},
+      {R"J({% for x in [] recursive %}{{ x }}{% else %}empty{% endfor %})J", R"J({})J",
+       R"J(empty)J"},
+      // The loop filter applies at every level.
+      {R"J({% for x in items if x.keep recursive %}{{ x.n }}{% if x.c %}({{ loop(x.c) }}){% endif %}{% endfor %})J",
+       R"J({"items": [{"n": "a", "keep": true, "c": [{"n": "b", "keep": false}, {"n": "c", "keep": true}]}, {"n": "z", "keep": false}]})J",
+       R"J(a(c))J"},
+      // Unpacking targets, whitespace control around the call.
+      {R"J({% for k, v in d.items() recursive %}{{ k }}{% if v is mapping %}{ {{- loop(v.items()) -}} }{% else %}={{ v }}{% endif %}{{ ',' if not loop.last }}{% endfor %})J",
+       R"J({"d": {"a": 1, "b": {"c": 2, "d": {"e": 3}}, "f": 4}})J", R"J(a=1,b{c=2,d{e=3}},f=4)J"},
+      {R"J({% for x in [1, 2] recursive %}{{ x }}{% if x < 2 %}{{ loop([x + 1]) }}{% endif %}{% endfor %})J",
+       R"J({})J", R"J(122)J"},
+      // Each level has its own loop state; break ends only the level it is in.
+      {R"J({% for x in [1, 2] recursive %}{{ loop.length }}{{ loop.first }}{{ loop.cycle('a', 'b') }}{% if x == 1 %}({{ loop([5, 6, 7]) }}){% endif %}{% endfor %})J",
+       R"J({})J", R"J(2Truea(3Truea3Falseb3Falsea)2Falseb)J"},
+      {R"J({% for x in [1, 2, 3] recursive %}{% if x == 2 %}{% break %}{% endif %}{{ x }}{% if x == 1 %}[{{ loop([7, 2, 8]) }}]{% endif %}{% endfor %})J",
+       R"J({})J", R"J(1[7])J"},
+      {R"J({% for x in items recursive %}{{ loop.depth }}{{ loop.previtem }}{{ loop.nextitem }}{% if x is iterable %}{{ loop(x) }}{% endif %}{% endfor %})J",
+       R"J({"items": [1, [2, 3]]})J", R"J(1[2, 3]112322)J"},
+      {R"J({% for x in [1] recursive %}{% set y = 5 %}{{ y }}{% endfor %}{{ y }})J", R"J({})J",
+       R"J(5)J"},
+      // The loop can be handed to a macro and called there.
+      {R"J({% macro m(l) %}{{ l([3]) }}{% endmacro %}{% for x in [1, 2] recursive %}{{ x }}{% if x == 1 %}{{ m(loop) }}{% endif %}{% endfor %})J",
+       R"J({})J", R"J(132)J"},
+      {R"J({% for x in [1] %}{{ loop is callable }}{% endfor %})J", R"J({})J", R"J(True)J"},
+      // Without the marker, with bad arguments, or never ending: errors.
+      {R"J({% for x in [1] %}{{ loop([2]) }}{% endfor %})J", R"J({})J", nullptr},
+      {R"J({% set outer = 'o' %}{% for x in [[1, [2, [3]]]] recursive %}{% for y in x %}{% if y is iterable %}{{ loop(y) }}{% endif %}{% endfor %}{% endfor %})J",
+       R"J({})J", nullptr},
+      {R"J({% for x in [1] recursive %}{{ loop() }}{% endfor %})J", R"J({})J", nullptr},
+      {R"J({% for x in [1] recursive %}{{ loop(none) }}{% endfor %})J", R"J({})J", nullptr},
+      {R"J({% for x in [1] recursive %}{{ loop(x) }}{% endfor %})J", R"J({})J", nullptr},
+      {R"J({% for x in [1] recursive %}{{ loop([1]) }}{% endfor %})J", R"J({})J", nullptr},
+  };
+  check_cases(cases);
+}
+
+TEST(JinjaBuiltins, RecursiveLoopErrorsAreClear) {
+  auto error_of = [](const char* src) {
+    try {
+      Template::parse(src).render(json::object());
+    } catch (const TemplateError& e) {
+      return e;
+    }
+    ADD_FAILURE() << "rendered " << src;
+    return TemplateError(TemplateError::Kind::Runtime, {}, "");
+  };
+  EXPECT_EQ(error_of("{% for x in [1] recursive %}{{ loop([1]) }}{% endfor %}").kind(),
+            TemplateError::Kind::Limit);
+  EXPECT_EQ(error_of("{% for x in [1] %}{{ loop([2]) }}{% endfor %}").kind(),
+            TemplateError::Kind::Type);
+  // Python would still run a loop stored past its end; here it is refused (its scope is gone).
+  EXPECT_EQ(error_of("{% set ns = namespace() %}{% for x in [1] recursive %}{% set ns.l = loop "
+                     "%}{% endfor %}{{ ns.l([2]) }}")
+                .kind(),
+            TemplateError::Kind::Runtime);
+  // The parser wants `recursive` after the filter, as Jinja does.
+  EXPECT_THROW(Template::parse("{% for x in y recursive if x %}{% endfor %}"), TemplateError);
+}
+
 }  // namespace
 }  // namespace hearth::chat
