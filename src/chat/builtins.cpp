@@ -10,6 +10,7 @@
 
 #include "chat/py_json.h"
 #include "chat/py_string.h"
+#include "chat/text_wrap.h"
 
 namespace hearth::chat {
 
@@ -317,6 +318,43 @@ Value tojson_filter(Interpreter& in, const Value& v, const CallArgs& a) {
   return Value::string(std::move(out), false);
 }
 
+// Jinja's wordwrap: textwrap.wrap for each line of the text, lines joined by wrapstring
+// (default "\n"); empty lines stay.
+Value wordwrap_filter(Interpreter& in, const Value& v, const CallArgs& a) {
+  if (v.is_undefined()) in.fail(Kind::Undefined, "wordwrap of an undefined value");
+  if (!v.is_string())
+    in.fail(Kind::Type, "'" + v.type_name() + "' object has no attribute 'splitlines'");
+  const int64_t width = int_arg(in, arg(a, 0, "width"), 79, "width");
+  const Value& long_words = arg(a, 1, "break_long_words");
+  const Value& wrapstring = arg(a, 2, "wrapstring");
+  const Value& hyphens = arg(a, 3, "break_on_hyphens");
+  if (!wrapstring.is_undefined() && !wrapstring.is_none() && !wrapstring.is_string())
+    in.fail(Kind::Type, "wordwrap: wrapstring must be a string, not " + wrapstring.type_name());
+  const std::string sep = wrapstring.is_string() ? wrapstring.str() : "\n";
+  py::WrapOptions o;
+  o.break_long_words = long_words.is_undefined() || long_words.truthy();
+  o.split_on_hyphens = hyphens.is_undefined() || (hyphens.is_bool() && hyphens.as_bool());
+  o.break_long_on_hyphens = hyphens.is_undefined() || hyphens.truthy();
+  const std::vector<std::string> paragraphs = py::splitlines(v.str());
+  if (!paragraphs.empty() && width <= 0)
+    in.fail(Kind::Runtime, "invalid width " + std::to_string(width) + " (must be > 0)");
+  o.width = static_cast<size_t>(std::max<int64_t>(width, 1));
+  in.charge(v.str().size());
+  std::string out;
+  for (size_t p = 0; p < paragraphs.size(); ++p) {
+    if (p) out += sep;
+    const std::vector<std::string> lines = py::wrap(paragraphs[p], o);
+    for (size_t i = 0; i < lines.size(); ++i) {
+      if (i) out += sep;
+      out += lines[i];
+    }
+    in.check_size(out.size());
+  }
+  const bool trusted = v.str_ref().fully_trusted() &&
+                       (!wrapstring.is_string() || wrapstring.str_ref().fully_trusted());
+  return Value::string(std::move(out), trusted);
+}
+
 std::string strftime_now(Interpreter& in, const std::string& fmt) {
   std::tm tm{};
   if (in.options().clock) {
@@ -556,6 +594,7 @@ Value apply_filter_impl(Interpreter& in, std::string_view name, const Value& v, 
     return Value::generator(std::move(out));
   }
   if (name == "groupby") return filter_groupby(in, v, a);
+  if (name == "wordwrap") return wordwrap_filter(in, v, a);
   if (name == "slice") return filter_slice(in, v, a);
   if (name == "select") return select_items(in, v, a, false, true);
   if (name == "reject") return select_items(in, v, a, false, false);

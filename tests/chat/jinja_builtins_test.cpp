@@ -337,5 +337,58 @@ TEST(JinjaBuiltins, RecursiveLoopErrorsAreClear) {
   EXPECT_THROW(Template::parse("{% for x in y recursive if x %}{% endfor %}"), TemplateError);
 }
 
+// wordwrap = Python's textwrap.wrap on each line (expand_tabs and replace_whitespace off),
+// joined by wrapstring. These outputs, and thousands of random strings of words, hyphens,
+// dashes, punctuation and whitespace, were checked against Python.
+TEST(JinjaBuiltins, WordWrap) {
+  const Case cases[] = {
+      {R"J({{ s | wordwrap(20) }})J",
+       R"J({"s": "The quick brown fox jumps over the lazy dog and keeps running far away."})J",
+       "The quick brown fox\njumps over the lazy\ndog and keeps\nrunning far away."},
+      {R"J({{ s | wordwrap }})J",
+       R"J({"s": "This text is exactly long enough that the default width of seventy-nine characters has to break it somewhere."})J",
+       "This text is exactly long enough that the default width of seventy-nine\n"
+       "characters has to break it somewhere."},
+      // Long words are cut at the width, or kept whole with break_long_words=false.
+      {R"J({{ s | wordwrap(10, wrapstring='|') }}|{{ s | wordwrap(10, false, '|') }}|{{ s | wordwrap(4, wrapstring='|') }})J",
+       R"J({"s": "a supercalifragilistic word"})J",
+       R"J(a supercal|ifragilist|ic word|a|supercalifragilistic|word|a su|perc|alif|ragi|list|ic|word)J"},
+      // Hyphenated words split after a hyphen between letters; a long word breaks after its last
+      // hyphen that fits.
+      {R"J({{ s | wordwrap(8, wrapstring='|') }}|{{ s | wordwrap(8, wrapstring='|', break_on_hyphens=false) }}|{{ s | wordwrap(5, wrapstring='|') }})J",
+       R"J({"s": "well-known anti-inflammatory x-ray"})J",
+       R"J(well-|known|anti-inf|lammator|y x-ray|well-kno|wn anti-|inflamma|tory|x-ray|well-|known|anti-|infla|mmato|ry|x-ray)J"},
+      // Python checks `break_on_hyphens is True` when splitting words, its truth when cutting.
+      {R"J({{ 'x aa-bbbb' | wordwrap(7, wrapstring='|') }}/{{ 'x aa-bbbb' | wordwrap(7, wrapstring='|', break_on_hyphens=1) }}/{{ 'x aa-bbbb' | wordwrap(7, wrapstring='|', break_on_hyphens=false) }}/{{ 'aabb-ccdd' | wordwrap(6, wrapstring='|', break_on_hyphens=1) }}/{{ 'aabb-ccdd' | wordwrap(6, wrapstring='|', break_on_hyphens=0) }}/{{ '--aabbcc' | wordwrap(4, wrapstring='|') }})J",
+       R"J({})J", R"J(x aa-|bbbb/x|aa-bbbb/x|aa-bbbb/aabb-|ccdd/aabb-c|cdd/--aa|bbcc)J"},
+      // Em-dashes (two or more '-') between words are chunks of their own.
+      {R"J({{ s | wordwrap(9, wrapstring='|') }}|{{ s | wordwrap(6, wrapstring='|') }})J",
+       R"J({"s": "Hello there -- you goof-ball, use the -b option!"})J",
+       R"J(Hello|there --|you goof-|ball, use|the -b|option!|Hello|there|-- you|goof-|ball,|use|the -b|option|!)J"},
+      {R"J({{ s | wordwrap(6, wrapstring='|') }})J", R"J({"s": "wait--what? yes---no"})J",
+       R"J(wait--|what?|yes---|no)J"},
+      {R"J({{ s | wordwrap(3, wrapstring='|') }}|{{ s | wordwrap(3, true, '|', 1) }})J",
+       R"J({"s": "ab-cd-ef --gh"})J", R"J(ab-|cd-|ef |--g|h|ab-|cd-|ef |--g|h)J"},
+      // Each line is wrapped on its own and empty lines stay; whitespace at line breaks goes,
+      // tabs are kept inside lines.
+      {R"J({{ s | wordwrap(10) | tojson }})J",
+       R"J({"s": "first paragraph is long\n\nsecond  \tone\r\nthird"})J",
+       R"J("first\nparagraph\nis long\n\nsecond\none\nthird")J"},
+      {R"J({{ s | wordwrap(12) | tojson }})J", R"J({"s": "a\tb  c d e f g h"})J",
+       R"J("a\tb  c d e f\ng h")J"},
+      // Widths count code points.
+      {R"J({{ s | wordwrap(5, wrapstring='|') }}|{{ s | wordwrap(3, wrapstring='|') }})J",
+       R"J({"s": "héllo wörld ñandú"})J", R"J(héllo|wörld|ñandú|hél|lo |wör|ld |ñan|dú)J"},
+      {R"J({{ '   ' | wordwrap(2) | tojson }}|{{ '' | wordwrap(0) }}|{{ 'a  b' | wordwrap(1) | tojson }})J",
+       R"J({})J", R"J(""||"a\nb")J"},
+      {R"J({{ 'a' | wordwrap(0) }})J", R"J({})J", nullptr},
+      {R"J({{ 5 | wordwrap }})J", R"J({})J", nullptr},
+      {R"J({{ x | wordwrap }})J", R"J({})J", nullptr},
+      {R"J({{ none | wordwrap }})J", R"J({})J", nullptr},
+      {R"J({{ 'a b' | wordwrap(1, wrapstring=3) }})J", R"J({})J", nullptr},
+  };
+  check_cases(cases);
+}
+
 }  // namespace
 }  // namespace hearth::chat
