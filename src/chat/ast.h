@@ -88,6 +88,7 @@ struct Stmt {
   std::vector<ExprPtr> filters;      // SetBlock / FilterBlock: Filter exprs with args[0] == null
   std::vector<MacroParam> params;    // Macro / CallBlock
   bool new_scope = false;            // Scope: with-blocks open a scope
+  bool recursive = false;            // For: `loop(items)` renders the body for items
   std::shared_ptr<struct MacroDef> macro;  // Macro
 };
 

@@ -8,18 +8,25 @@
 #include <ctime>
 #include <unordered_map>
 
+#include "chat/py_json.h"
 #include "chat/py_string.h"
+#include "chat/text_wrap.h"
 
 namespace hearth::chat {
+
+const Value& call_arg(const CallArgs& a, size_t i, std::string_view kw) {
+  static const Value kUndefined;
+  if (i < a.positional.size()) return a.positional[i];
+  if (const Value* v = a.kw(kw)) return *v;
+  return kUndefined;
+}
+
 namespace {
 
 using Kind = TemplateError::Kind;
 
 const Value& arg(const CallArgs& a, size_t i, std::string_view kw) {
-  static const Value kUndefined;
-  if (i < a.positional.size()) return a.positional[i];
-  if (const Value* v = a.kw(kw)) return *v;
-  return kUndefined;
+  return call_arg(a, i, kw);
 }
 
 int64_t int_arg(Interpreter& in, const Value& v, int64_t dflt, const char* what) {
@@ -56,30 +63,68 @@ size_t py_len(Interpreter& in, const Value& v) {
   in.fail(Kind::Type, "object of type '" + v.type_name() + "' has no len()");
 }
 
-// Attribute lookup as Jinja's make_attrgetter: dotted paths, integers index lists.
-Value attr_path(Interpreter& in, const Value& item, const std::string& path) {
-  (void)in;
-  Value cur = item;
-  size_t pos = 0;
-  while (pos <= path.size()) {
-    const size_t dot = path.find('.', pos);
-    const std::string part =
-        path.substr(pos, dot == std::string::npos ? std::string::npos : dot - pos);
-    if (cur.is_dict()) {
-      const Value* v = cur.dict_data().find(part);
-      cur = v ? *v : Value::undefined(part);
-    } else if (cur.is_list() && !part.empty() && std::all_of(part.begin(), part.end(), ::isdigit)) {
-      const size_t i = std::stoul(part);
-      cur = i < cur.list_data().items.size() ? cur.list_data().items[i] : Value::undefined(part);
-    } else if (cur.is_loop()) {
-      cur = cur.loop_data().get(part);
-    } else {
-      cur = Value::undefined(part);
+// Jinja's environment.getitem without the method fallback: dict keys, list/str indices (negative
+// ones too), named-tuple fields and loop attributes; anything else is undefined.
+Value item_of(const Value& cur, const Value& key) {
+  const std::string name = key.to_str();
+  if (cur.is_dict()) {
+    const Value* v = cur.dict_data().find(key);
+    return v ? *v : Value::undefined(name);
+  }
+  if (cur.is_list() && !cur.list_data().is_generator) {
+    const ListData& l = cur.list_data();
+    if (key.is_int()) {
+      int64_t i = key.as_int();
+      if (i < 0) i += static_cast<int64_t>(l.items.size());
+      if (i >= 0 && static_cast<size_t>(i) < l.items.size()) return l.items[static_cast<size_t>(i)];
+    } else if (key.is_string()) {
+      if (const Value* f = l.field(key.str())) return *f;
     }
-    if (dot == std::string::npos) break;
-    pos = dot + 1;
+    return Value::undefined(name);
+  }
+  if (cur.is_string() && key.is_int()) {
+    const auto off = utf8_offsets(cur.str());
+    int64_t i = key.as_int();
+    if (i < 0) i += static_cast<int64_t>(off.size() - 1);
+    if (i >= 0 && static_cast<size_t>(i) + 1 < off.size()) {
+      const auto u = static_cast<size_t>(i);
+      return Value::string(cur.str().substr(off[u], off[u + 1] - off[u]),
+                           cur.str_ref().fully_trusted());
+    }
+    return Value::undefined(name);
+  }
+  if (cur.is_loop() && key.is_string()) return cur.loop_data().get(key.str());
+  return Value::undefined(name);
+}
+
+}  // namespace
+
+// Jinja's make_attrgetter: a str attribute is a dotted path whose all-digit parts are ints, an
+// int attribute one index; each part is looked up as an item (so `map(attribute='0')` reads d[0]
+// or a list's first item) and, with a default, an undefined step becomes the default.
+Value attr_lookup(Interpreter& in, const Value& item, const Value& attribute, const Value* dflt) {
+  std::vector<Value> parts;
+  if (attribute.is_string()) {
+    for (const std::string& part : py::split(attribute.str(), std::string("."), -1)) {
+      const bool digits =
+          !part.empty() && part.size() < 19 && std::all_of(part.begin(), part.end(), ::isdigit);
+      parts.push_back(digits ? Value::integer(std::stoll(part)) : Value::string(part));
+    }
+  } else if (attribute.is_int()) {
+    parts.push_back(attribute);
+  } else if (!attribute.is_undefined() && !attribute.is_none()) {
+    in.fail(Kind::Type, "attribute must be a str or an int, not " + attribute.type_name());
+  }
+  Value cur = item;
+  for (const Value& key : parts) {
+    cur = item_of(cur, key);
+    if (dflt && cur.is_undefined()) cur = *dflt;
   }
   return cur;
+}
+
+Value attr_path(Interpreter& in, const Value& item, const std::string& path) {
+  return attr_lookup(in, item, Value::string(path), nullptr);
 }
 
 // Sort key comparison (Python ordering, strings case-folded unless case_sensitive).
@@ -88,7 +133,10 @@ bool sort_less(Interpreter& in, const Value& a, const Value& b, bool case_sensit
     if (case_sensitive) return a.str() < b.str();
     return py::lower(a.str()) < py::lower(b.str());
   }
-  if (a.is_number() && b.is_number()) return a.as_float() < b.as_float();
+  if (a.is_number() && b.is_number()) {
+    if (a.is_float() || b.is_float()) return a.as_float() < b.as_float();
+    return a.as_int() < b.as_int();
+  }
   if (a.is_list() && b.is_list()) {
     const auto& x = a.list_data().items;
     const auto& y = b.list_data().items;
@@ -98,6 +146,8 @@ bool sort_less(Interpreter& in, const Value& a, const Value& b, bool case_sensit
     }
     return x.size() < y.size();
   }
+  if (a.is_undefined() || b.is_undefined())  // Jinja's Undefined refuses to be compared
+    in.fail(Kind::Undefined, "an undefined value cannot be ordered");
   in.fail(Kind::Type, "'<' not supported between instances of '" + a.type_name() + "' and '" +
                           b.type_name() + "'");
 }
@@ -106,6 +156,8 @@ Value fold_case(const Value& v, bool case_sensitive) {
   if (!case_sensitive && v.is_string()) return Value::string(py::lower(v.str()));
   return v;
 }
+
+namespace {
 
 std::string html_escape(const std::string& s) {
   std::string out;
@@ -178,6 +230,10 @@ std::string indent_text(const std::string& s0, const std::string& ind, bool firs
 
 // select/reject/selectattr/rejectattr share this.
 Value select_items(Interpreter& in, const Value& seq, CallArgs& a, bool by_attr, bool keep) {
+  // Jinja guards these filters with `if value:`, so a falsy value (None, undefined, 0, "")
+  // yields nothing before the arguments are even looked at: `tools | selectattr(...)` with
+  // tools = None is an empty sequence.
+  if (!seq.truthy()) return Value::generator({});
   const std::vector<Value> items = iterable_items(in, seq);
   size_t next_arg = 0;
   std::string attr;
@@ -204,6 +260,99 @@ Value select_items(Interpreter& in, const Value& seq, CallArgs& a, bool by_attr,
     if (ok == keep) out.push_back(item);
   }
   return Value::generator(std::move(out));
+}
+
+// transformers' tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False),
+// which hands its arguments to Python's json.dumps (Jinja's own tojson, with indent first and
+// HTML escaping, is replaced).
+Value tojson_filter(Interpreter& in, const Value& v, const CallArgs& a) {
+  static constexpr std::string_view kParams[] = {"ensure_ascii", "indent", "separators",
+                                                 "sort_keys"};
+  if (a.positional.size() > std::size(kParams))
+    in.fail(Kind::Type, "tojson() takes from 1 to 5 positional arguments but " +
+                            std::to_string(a.positional.size() + 1) + " were given");
+  Value bound[std::size(kParams)];
+  for (size_t i = 0; i < a.positional.size(); ++i) bound[i] = a.positional[i];
+  for (const auto& [k, x] : a.keyword) {
+    const auto* p = std::find(std::begin(kParams), std::end(kParams), k);
+    if (p == std::end(kParams))
+      in.fail(Kind::Type, "tojson() got an unexpected keyword argument '" + k + "'");
+    const auto i = static_cast<size_t>(p - std::begin(kParams));
+    if (i < a.positional.size())
+      in.fail(Kind::Type, "tojson() got multiple values for argument '" + k + "'");
+    bound[i] = x;
+  }
+  JsonDumpOptions o;
+  o.ensure_ascii = bound[0].truthy();
+  const Value& indent = bound[1];
+  if (indent.is_string()) {
+    o.indent = indent.str();
+  } else if (indent.is_number() && !indent.is_float()) {  // Python: ' ' * indent
+    const int64_t n = indent.as_int();
+    if (n > static_cast<int64_t>(in.options().limits.max_output_bytes))
+      in.fail(Kind::Limit, "tojson indent exceeds the output limit");
+    o.indent = std::string(static_cast<size_t>(std::max<int64_t>(n, 0)), ' ');
+  } else if (!indent.is_undefined() && !indent.is_none()) {
+    in.fail(Kind::Type,
+            "tojson indent must be an integer, a string or None, not " + indent.type_name());
+  }
+  const Value& seps = bound[2];
+  if (!seps.is_undefined() && !seps.is_none()) {
+    if (!seps.is_list() || seps.list_data().is_generator || seps.list_data().items.size() != 2 ||
+        !seps.list_data().items[0].is_string() || !seps.list_data().items[1].is_string())
+      in.fail(Kind::Type, "tojson separators must be a pair of strings (item, key)");
+    o.item_separator = seps.list_data().items[0].str();
+    o.key_separator = seps.list_data().items[1].str();
+  }
+  o.sort_keys = bound[3].truthy();
+  o.max_bytes = in.options().limits.max_output_bytes;
+  std::string out;
+  try {
+    out = py_json_dumps(v, o);
+  } catch (const JsonTooLarge& e) {
+    in.fail(Kind::Limit, e.what());
+  } catch (const hearth::Error& e) {
+    in.fail(Kind::Type, e.what());
+  }
+  in.check_size(out.size());
+  return Value::string(std::move(out), false);
+}
+
+// Jinja's wordwrap: textwrap.wrap for each line of the text, lines joined by wrapstring
+// (default "\n"); empty lines stay.
+Value wordwrap_filter(Interpreter& in, const Value& v, const CallArgs& a) {
+  if (v.is_undefined()) in.fail(Kind::Undefined, "wordwrap of an undefined value");
+  if (!v.is_string())
+    in.fail(Kind::Type, "'" + v.type_name() + "' object has no attribute 'splitlines'");
+  const int64_t width = int_arg(in, arg(a, 0, "width"), 79, "width");
+  const Value& long_words = arg(a, 1, "break_long_words");
+  const Value& wrapstring = arg(a, 2, "wrapstring");
+  const Value& hyphens = arg(a, 3, "break_on_hyphens");
+  if (!wrapstring.is_undefined() && !wrapstring.is_none() && !wrapstring.is_string())
+    in.fail(Kind::Type, "wordwrap: wrapstring must be a string, not " + wrapstring.type_name());
+  const std::string sep = wrapstring.is_string() ? wrapstring.str() : "\n";
+  py::WrapOptions o;
+  o.break_long_words = long_words.is_undefined() || long_words.truthy();
+  o.split_on_hyphens = hyphens.is_undefined() || (hyphens.is_bool() && hyphens.as_bool());
+  o.break_long_on_hyphens = hyphens.is_undefined() || hyphens.truthy();
+  const std::vector<std::string> paragraphs = py::splitlines(v.str());
+  if (!paragraphs.empty() && width <= 0)
+    in.fail(Kind::Runtime, "invalid width " + std::to_string(width) + " (must be > 0)");
+  o.width = static_cast<size_t>(std::max<int64_t>(width, 1));
+  in.charge(v.str().size());
+  std::string out;
+  for (size_t p = 0; p < paragraphs.size(); ++p) {
+    if (p) out += sep;
+    const std::vector<std::string> lines = py::wrap(paragraphs[p], o);
+    for (size_t i = 0; i < lines.size(); ++i) {
+      if (i) out += sep;
+      out += lines[i];
+    }
+    in.check_size(out.size());
+  }
+  const bool trusted = v.str_ref().fully_trusted() &&
+                       (!wrapstring.is_string() || wrapstring.str_ref().fully_trusted());
+  return Value::string(std::move(out), trusted);
 }
 
 std::string strftime_now(Interpreter& in, const std::string& fmt) {
@@ -343,31 +492,14 @@ Value apply_filter_impl(Interpreter& in, std::string_view name, const Value& v, 
     }
     return str_result(py::replace(s.str(), f, t, count), trusted);
   }
-  if (name == "tojson") {
-    int indent = -1;
-    const Value& ind = arg(a, 0, "indent");
-    if (!ind.is_undefined() && !ind.is_none()) {
-      if (!ind.is_number() || ind.is_float())
-        in.fail(Kind::Type, "tojson indent must be an integer");
-      indent = static_cast<int>(std::clamp<int64_t>(ind.as_int(), 0, 64));
-    }
-    const bool sort_keys = a.kw("sort_keys") && a.kw("sort_keys")->truthy();
-    try {
-      return str_result(py_json_dumps(v, indent, sort_keys), false);
-    } catch (const TemplateError&) {
-      throw;
-    } catch (const hearth::Error& e) {
-      in.fail(Kind::Type, e.what());
-    }
-  }
+  if (name == "tojson") return tojson_filter(in, v, a);
   if (name == "items") {
     if (v.is_undefined()) return Value::list();
     if (!v.is_dict() || v.dict_data().is_namespace)
       in.fail(Kind::Type, "Can only get item pairs from a mapping.");
     std::vector<Value> out;
     out.reserve(v.dict_data().items.size());
-    for (const auto& [k, x] : v.dict_data().items)
-      out.push_back(Value::tuple({Value::string(k), x}));
+    for (const auto& [k, x] : v.dict_data().items) out.push_back(Value::tuple({k, x}));
     return Value::list(std::move(out));
   }
   if (name == "dictsort") {
@@ -377,8 +509,7 @@ Value apply_filter_impl(Interpreter& in, std::string_view name, const Value& v, 
     const bool by_value = by.is_string() && by.str() == "value";
     const bool reverse = arg(a, 2, "reverse").truthy();
     std::vector<Value> out;
-    for (const auto& [k, x] : v.dict_data().items)
-      out.push_back(Value::tuple({Value::string(k), x}));
+    for (const auto& [k, x] : v.dict_data().items) out.push_back(Value::tuple({k, x}));
     std::stable_sort(out.begin(), out.end(), [&](const Value& p, const Value& q) {
       const size_t i = by_value ? 1 : 0;
       const Value& x = p.list_data().items[i];
@@ -439,6 +570,7 @@ Value apply_filter_impl(Interpreter& in, std::string_view name, const Value& v, 
     return Value::string(std::move(d));
   }
   if (name == "map") {
+    if (!v.truthy()) return Value::generator({});  // Jinja's `if value:` (as select_items)
     const auto items = iterable_items(in, v);
     std::vector<Value> out;
     out.reserve(items.size());
@@ -461,6 +593,9 @@ Value apply_filter_impl(Interpreter& in, std::string_view name, const Value& v, 
     for (const auto& item : items) out.push_back(apply_filter(in, filter, item, fa));
     return Value::generator(std::move(out));
   }
+  if (name == "groupby") return filter_groupby(in, v, a);
+  if (name == "wordwrap") return wordwrap_filter(in, v, a);
+  if (name == "slice") return filter_slice(in, v, a);
   if (name == "select") return select_items(in, v, a, false, true);
   if (name == "reject") return select_items(in, v, a, false, false);
   if (name == "selectattr") return select_items(in, v, a, true, true);
@@ -628,8 +763,14 @@ Value apply_filter_impl(Interpreter& in, std::string_view name, const Value& v, 
   if (name == "attr") {
     const Value& n = arg(a, 0, "name");
     if (!n.is_string()) in.fail(Kind::Type, "attr: name must be a string");
-    if (v.is_dict()) {
+    // Python getattr only: a dict's keys are not attributes (its methods are), a namespace's
+    // and the loop's are.
+    if (v.is_dict() && v.dict_data().is_namespace) {
       if (const Value* x = v.dict_data().find(n.str())) return *x;
+    } else if (v.is_loop()) {
+      return v.loop_data().get(n.str());
+    } else if (has_method(v, n.str())) {
+      return bound_method(v, n.str());
     }
     return Value::undefined(n.str());
   }
@@ -684,7 +825,7 @@ bool apply_test(Interpreter& in, std::string_view name, const Value& v, CallArgs
   if (name == "sequence")
     return v.is_string() || (v.is_list() && !v.list_data().is_generator) ||
            (v.is_dict() && !v.dict_data().is_namespace) || v.is_undefined();
-  if (name == "callable") return v.is_callable();
+  if (name == "callable") return v.is_callable() || v.is_loop();  // LoopContext has __call__
   if (name == "escaped") return false;
   if (name == "lower") return v.is_string() && py::is_lower(v.str());
   if (name == "upper") return v.is_string() && py::is_upper(v.str());
@@ -739,19 +880,22 @@ bool apply_test(Interpreter& in, std::string_view name, const Value& v, CallArgs
         if (py_equal(e, v)) return true;
       return false;
     }
-    if (x.is_dict()) return v.is_string() && x.dict_data().find(v.str()) != nullptr;
+    if (x.is_dict()) {
+      if (!is_hashable(v)) in.fail(Kind::Type, "unhashable type: '" + v.type_name() + "'");
+      return x.dict_data().find(v) != nullptr;
+    }
     if (x.is_undefined()) return false;
     in.fail(Kind::Type, "argument of type '" + x.type_name() + "' is not iterable");
   }
   if (name == "filter") {
     static const char* const kFilters[] = {
-        "trim",       "upper",   "lower",       "title",  "capitalize", "string",    "safe",
-        "e",          "escape",  "forceescape", "length", "count",      "wordcount", "default",
-        "d",          "replace", "tojson",      "items",  "dictsort",   "list",      "first",
-        "last",       "reverse", "join",        "map",    "select",     "reject",    "selectattr",
-        "rejectattr", "unique",  "sort",        "min",    "max",        "sum",       "int",
-        "float",      "abs",     "round",       "indent", "center",     "batch",     "attr",
-        "pprint",     "format",  "truncate"};
+        "trim",       "upper",   "lower",       "title",   "capitalize", "string",    "safe",
+        "e",          "escape",  "forceescape", "length",  "count",      "wordcount", "default",
+        "d",          "replace", "tojson",      "items",   "dictsort",   "list",      "first",
+        "last",       "reverse", "join",        "map",     "select",     "reject",    "selectattr",
+        "rejectattr", "unique",  "sort",        "min",     "max",        "sum",       "int",
+        "float",      "abs",     "round",       "indent",  "center",     "batch",     "attr",
+        "pprint",     "format",  "truncate",    "groupby", "slice",      "wordwrap"};
     if (!v.is_string()) return false;
     for (const char* f : kFilters)
       if (v.str() == f) return true;

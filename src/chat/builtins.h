@@ -27,6 +27,25 @@ const Value* find_global(std::string_view name);
 // Python's `str % args` (printf-style: %s %r %d %i %f %x %%).
 Value python_percent_format(Interpreter& in, const Value& fmt, const Value& args);
 
+// A filter's argument by position, else by keyword; Undefined when absent.
+const Value& call_arg(const CallArgs& a, size_t i, std::string_view kw);
+
+// groupby(attribute, default=None, case_sensitive=False) and slice(slices, fill_with=None)
+// (filters_seq.cpp).
+Value filter_groupby(Interpreter& in, const Value& v, const CallArgs& a);
+Value filter_slice(Interpreter& in, const Value& v, const CallArgs& a);
+
+// Jinja's make_attrgetter: `attribute` is a dotted str path (all-digit parts index as ints) or
+// an int; with `dflt`, an undefined step becomes *dflt.
+Value attr_lookup(Interpreter& in, const Value& item, const Value& attribute,
+                  const Value* dflt = nullptr);
+Value attr_path(Interpreter& in, const Value& item, const std::string& path);
+// Python's `<` for sort keys; strings compare lower-cased unless case_sensitive. Raises a
+// TemplateError where Python would (mixed types, undefined).
+bool sort_less(Interpreter& in, const Value& a, const Value& b, bool case_sensitive);
+// Jinja's ignore_case: lower-cases strings, leaves other values.
+Value fold_case(const Value& v, bool case_sensitive);
+
 // What a for loop would iterate over (list items, dict keys, characters); Undefined is empty.
 std::vector<Value> iterable_items(Interpreter& in, const Value& v);
 

@@ -137,16 +137,21 @@ void Interpreter::emit(const Value& v) {
   o.text += s;
 }
 
-Value Interpreter::capture(const Body& body, Scope& scope) {
+// Renders into a fresh output and returns it as a string (trusted ranges kept).
+template <typename Render>
+Value Interpreter::capture_output(Render&& render) {
   outs_.emplace_back();
-  Flow f = exec(body, scope);
-  (void)f;
+  render();
   Out o = std::move(outs_.back());
   outs_.pop_back();
   auto d = std::make_shared<StrData>();
   d->s = std::move(o.text);
   d->trusted = std::move(o.ranges);
   return Value::string(std::move(d));
+}
+
+Value Interpreter::capture(const Body& body, Scope& scope) {
+  return capture_output([&] { exec(body, scope); });
 }
 
 Interpreter::Flow Interpreter::exec(const Body& body, Scope& scope) {
@@ -289,7 +294,7 @@ std::vector<Value> iterate_items(Interpreter& in, const Value& v) {
     case Value::Type::Dict: {
       std::vector<Value> keys;
       keys.reserve(v.dict_data().items.size());
-      for (const auto& kv : v.dict_data().items) keys.push_back(Value::string(kv.first));
+      for (const auto& kv : v.dict_data().items) keys.push_back(kv.first);
       return keys;
     }
     case Value::Type::String: {
@@ -316,6 +321,13 @@ std::vector<Value> iterable_items(Interpreter& in, const Value& v) {
 void Interpreter::exec_for(const Stmt& s, Scope& scope, Flow& flow) {
   Value iterable = eval(*s.expr, scope);
   loc_ = s.loc;
+  run_loop(s, scope, iterable, 0);
+  flow = Flow::Normal;  // break/continue end at their own loop
+}
+
+// One pass of a for loop over `iterable` (a recursive loop's `loop(items)` runs another, one
+// level deeper, with the same body, filter and else block).
+void Interpreter::run_loop(const Stmt& s, Scope& scope, const Value& iterable, size_t depth0) {
   std::vector<Value> items = iterate_items(*this, iterable);
   Scope inner;
   inner.parent = &scope;
@@ -347,6 +359,22 @@ void Interpreter::exec_for(const Stmt& s, Scope& scope, Flow& flow) {
   }
   auto loop = std::make_shared<LoopData>();
   loop->items = std::move(items);
+  loop->depth0 = depth0;
+  // The loop value may outlive this pass (stored in a namespace); calling it then must not
+  // touch the finished scope.
+  auto alive = std::make_shared<bool>(true);
+  struct AliveGuard {
+    bool& a;
+    ~AliveGuard() { a = false; }
+  } alive_guard{*alive};
+  if (s.recursive) {
+    const Stmt* st = &s;
+    Scope* sc = &scope;
+    loop->recurse = [st, sc, depth0, alive](Interpreter& in, CallArgs& a) -> Value {
+      if (!*alive) in.fail(Kind::Runtime, "a recursive loop called after it ended");
+      return in.recurse_loop(*st, *sc, a, depth0 + 1);
+    };
+  }
   inner.set("loop", Value::loop(loop));
   const size_t n = loop->items.size();
   for (size_t i = 0; i < n; ++i) {
@@ -361,7 +389,23 @@ void Interpreter::exec_for(const Stmt& s, Scope& scope, Flow& flow) {
     const Flow f = exec(s.bodies[0], inner);
     if (f == Flow::Break) break;
   }
-  flow = Flow::Normal;
+}
+
+// `loop(items)` inside a recursive for: the body rendered for `items`, as a string. Nested
+// calls count against Limits::max_call_depth like macro calls.
+Value Interpreter::recurse_loop(const Stmt& s, Scope& scope, CallArgs& args, size_t depth0) {
+  if (args.positional.size() != 1 || !args.keyword.empty())
+    fail(Kind::Type, "loop() takes exactly one argument, the items to iterate");
+  if (call_depth_ >= opt_.limits.max_call_depth)
+    fail(Kind::Limit, "recursive loop calls nested deeper than " +
+                          std::to_string(opt_.limits.max_call_depth) + " (Limits::max_call_depth)");
+  struct DepthGuard {
+    int& d;
+    explicit DepthGuard(int& depth) : d(depth) { ++d; }
+    ~DepthGuard() { --d; }
+  } guard(call_depth_);
+  const Value iterable = args.positional[0];
+  return capture_output([&] { run_loop(s, scope, iterable, depth0); });
 }
 
 Value Interpreter::call_macro(const Stmt& def, CallArgs& args, const Value* caller) {
@@ -417,6 +461,15 @@ Value Interpreter::call(const Value& fn, CallArgs& args) {
     const std::string n = fn.undefined_name();
     fail(Kind::Undefined, n.empty() ? "call of an undefined value" : "'" + n + "' is undefined");
   }
+  if (fn.is_loop()) {
+    const LoopData& l = fn.loop_data();
+    if (!l.recurse)
+      fail(Kind::Type, "the loop must have the 'recursive' marker to be called recursively");
+    const Location saved = loc_;
+    Value r = l.recurse(*this, args);
+    loc_ = saved;
+    return r;
+  }
   if (!fn.is_callable()) fail(Kind::Type, "'" + fn.type_name() + "' object is not callable");
   Callable& c = fn.callable_data();
   const Location saved = loc_;
@@ -456,6 +509,8 @@ Value Interpreter::get_attr(const Value& obj, const std::string& name, Location 
     }
     case Value::Type::String:
     case Value::Type::List:
+      if (obj.is_list())
+        if (const Value* f = obj.list_data().field(name)) return *f;
       if (has_method(obj, name)) return bound_method(obj, name);
       return Value::undefined("'" + obj.type_name() + " object' has no attribute '" + name + "'");
     default:
@@ -481,14 +536,12 @@ Value Interpreter::get_item(const Value& obj, const Value& key, Location loc) {
       fail(Kind::Undefined, n.empty() ? "item of an undefined value" : "'" + n + "' is undefined");
     }
     case Value::Type::Dict:
-      if (key.is_string()) {
-        if (const Value* v = obj.dict_data().find(key.str())) return *v;
-        if (!obj.dict_data().is_namespace && has_method(obj, key.str()))
-          return bound_method(obj, key.str());
-      } else if (key.is_number() && !key.is_float()) {
-        // Dict keys are strings here (JSON); integer keys match their decimal spelling.
-        if (const Value* v = obj.dict_data().find(std::to_string(key.as_int()))) return *v;
-      }
+      // Keys match as in Python (d[0] and d["0"] differ); an unhashable key finds nothing
+      // (Jinja's getitem swallows Python's TypeError), and a str falls back to the methods.
+      if (is_hashable(key))
+        if (const Value* v = obj.dict_data().find(key)) return *v;
+      if (key.is_string() && !obj.dict_data().is_namespace && has_method(obj, key.str()))
+        return bound_method(obj, key.str());
       return Value::undefined("'dict object' has no attribute '" + key.to_str() + "'");
     case Value::Type::List: {
       const ListData& l = obj.list_data();
@@ -754,7 +807,8 @@ bool Interpreter::compare(const std::string& op, const Value& a, const Value& b,
         }
         break;
       case Value::Type::Dict:
-        found = a.is_string() && b.dict_data().find(a.str()) != nullptr;
+        if (!is_hashable(a)) fail(Kind::Type, "unhashable type: '" + a.type_name() + "'");
+        found = b.dict_data().find(a) != nullptr;
         break;
       default:
         fail(Kind::Type, "argument of type '" + b.type_name() + "' is not iterable");
@@ -978,7 +1032,11 @@ Value Interpreter::eval(const Expr& e, Scope& scope) {
       for (size_t i = 0; i + 1 < e.args.size(); i += 2) {
         Value k = eval(*e.args[i], scope);
         Value v = eval(*e.args[i + 1], scope);
-        d.dict_data().set(k.to_str(), std::move(v));
+        if (!is_hashable(k)) {
+          loc_ = e.args[i]->loc;
+          fail(Kind::Type, "unhashable type: '" + k.type_name() + "'");
+        }
+        d.dict_data().set(std::move(k), std::move(v));
       }
       charge(e.args.size());
       return d;

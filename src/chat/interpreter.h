@@ -47,6 +47,10 @@ class Interpreter {
   Flow exec(const Body& body, Scope& scope);
   Flow exec_stmt(const Stmt& s, Scope& scope);
   void exec_for(const Stmt& s, Scope& scope, Flow& flow);
+  void run_loop(const Stmt& s, Scope& scope, const Value& iterable, size_t depth0);
+  Value recurse_loop(const Stmt& s, Scope& scope, CallArgs& args, size_t depth0);
+  template <typename Render>
+  Value capture_output(Render&& render);
   Value apply_filters(const std::vector<ExprPtr>& filters, Value v, Scope& scope);
   void emit(const Value& v);
   void emit_text(const std::string& text);

@@ -310,14 +310,15 @@ Value call_method(Interpreter& in, const Value& obj, std::string_view name, Call
       const DictData& d = obj.dict_data();
       if (name == "get") {
         const Value& key = arg(a, 0, "key");
-        if (key.is_string())
-          if (const Value* v = d.find(key.str())) return *v;
+        if (!is_hashable(key)) in.fail(Kind::Type, "unhashable type: '" + key.type_name() + "'");
+        if (const Value* v = d.find(key)) return *v;
         const Value& dflt = arg(a, 1, "default");
         return dflt.is_undefined() ? Value::none() : dflt;
       }
       if (name == "copy") {
         Value c = Value::dict();
         c.dict_data().items = d.items;
+        c.dict_data().depth = d.depth;
         return c;
       }
       std::vector<Value> out;
@@ -325,11 +326,11 @@ Value call_method(Interpreter& in, const Value& obj, std::string_view name, Call
       in.charge(d.items.size());
       for (const auto& [k, v] : d.items) {
         if (name == "keys") {
-          out.push_back(Value::string(k));
+          out.push_back(k);
         } else if (name == "values") {
           out.push_back(v);
         } else {
-          out.push_back(Value::tuple({Value::string(k), v}));
+          out.push_back(Value::tuple({k, v}));
         }
       }
       return Value::list(std::move(out));

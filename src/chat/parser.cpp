@@ -182,7 +182,7 @@ class Parser {
       if (!skip_name("in")) error("expected 'in' in for loop, got " + describe(cur()));
       s->expr = parse_tuple(false);
       if (skip_name("if")) s->cond = parse_expression(true);
-      if (skip_name("recursive")) error("recursive for loops are not supported");
+      s->recursive = skip_name("recursive");  // after the filter, as in Jinja's grammar
       expect_block_end();
       ++loop_depth_;
       s->bodies.push_back(parse_body({"else", "endfor"}, &end));

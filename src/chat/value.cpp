@@ -165,7 +165,7 @@ Value Value::from_json(const nlohmann::ordered_json& j, bool trusted_strings) {
       auto& items = d.dict_data().items;
       items.reserve(j.size());
       for (const auto& [k, e] : j.items()) {
-        items.emplace_back(k, from_json(e, trusted_strings));
+        items.emplace_back(string(k), from_json(e, trusted_strings));
         d.dict_data().depth = std::max(d.dict_data().depth, nesting_depth(items.back().second) + 1);
       }
       if (d.dict_data().depth > kMaxNesting)
@@ -328,7 +328,8 @@ void str_into(std::string& out, const Value& v, int depth = 0) {
         out += "<Namespace ";
         for (size_t i = 0; i < d.items.size(); ++i) {
           if (i) out += ", ";
-          out += d.items[i].first + "=";
+          str_into(out, d.items[i].first, depth + 1);
+          out += '=';
           repr_into(out, d.items[i].second, depth + 1);
         }
         out += ">";
@@ -337,7 +338,7 @@ void str_into(std::string& out, const Value& v, int depth = 0) {
       out += '{';
       for (size_t i = 0; i < d.items.size(); ++i) {
         if (i) out += ", ";
-        repr_string(out, d.items[i].first);
+        repr_into(out, d.items[i].first, depth + 1);
         out += ": ";
         repr_into(out, d.items[i].second, depth + 1);
       }
@@ -425,7 +426,10 @@ nlohmann::ordered_json Value::to_json() const {
     case Type::Dict: {
       if (dict_data().is_namespace) fail("Object of type Namespace is not JSON serializable");
       auto j = nlohmann::ordered_json::object();
-      for (const auto& [k, e] : dict_data().items) j[k] = e.to_json();
+      for (const auto& [k, e] : dict_data().items) {
+        if (!k.is_string()) fail("dict key {} is not a JSON object key", k.repr());
+        j[k.str()] = e.to_json();
+      }
       return j;
     }
     default:
@@ -433,25 +437,61 @@ nlohmann::ordered_json Value::to_json() const {
   }
 }
 
+const Value* ListData::field(std::string_view name) const {
+  for (size_t i = 0; i < field_names.size() && i < items.size(); ++i)
+    if (field_names[i] == name) return &items[i];
+  return nullptr;
+}
+
+bool is_hashable(const Value& v) {
+  switch (v.type()) {
+    case Value::Type::List: {
+      const ListData& l = v.list_data();
+      if (!l.is_tuple || l.is_generator) return false;
+      for (const auto& x : l.items)
+        if (!is_hashable(x)) return false;
+      return true;
+    }
+    case Value::Type::Dict:
+    case Value::Type::Loop:
+    case Value::Type::Callable:
+      return false;
+    default:
+      return true;
+  }
+}
+
 const Value* DictData::find(std::string_view key) const {
   for (const auto& kv : items)
-    if (kv.first == key) return &kv.second;
+    if (kv.first.is_string() && kv.first.str() == key) return &kv.second;
   return nullptr;
 }
 Value* DictData::find(std::string_view key) {
   for (auto& kv : items)
-    if (kv.first == key) return &kv.second;
+    if (kv.first.is_string() && kv.first.str() == key) return &kv.second;
+  return nullptr;
+}
+const Value* DictData::find(const Value& key) const {
+  if (key.is_string()) return find(std::string_view(key.str()));
+  for (const auto& kv : items)
+    if (py_equal(kv.first, key)) return &kv.second;
   return nullptr;
 }
 void DictData::set(std::string key, Value v) {
-  const uint32_t d = nesting_depth(v) + 1;
+  set(Value::string(std::move(key)), std::move(v));
+}
+void DictData::set(Value key, Value v) {
+  if (!is_hashable(key)) fail("unhashable type: '{}'", key.type_name());
+  const uint32_t d = std::max(nesting_depth(v), nesting_depth(key)) + 1;
   if (d > kMaxNesting) fail("values nested more than {} levels deep", kMaxNesting);
   depth = std::max(depth, d);
-  if (Value* e = find(key)) {
-    *e = std::move(v);
-  } else {
-    items.emplace_back(std::move(key), std::move(v));
+  for (auto& kv : items) {
+    if (py_equal(kv.first, key)) {
+      kv.second = std::move(v);
+      return;
+    }
   }
+  items.emplace_back(std::move(key), std::move(v));
 }
 
 Value LoopData::get(std::string_view attr) const {
@@ -522,131 +562,6 @@ bool py_equal(const Value& a, const Value& b, int depth) {
     default:
       return false;
   }
-}
-
-namespace {
-
-void json_string(std::string& out, std::string_view s) {
-  out += '"';
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      default:
-        if (c < 0x20) {
-          char b[8];
-          std::snprintf(b, sizeof b, "\\u%04x", c);
-          out += b;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  out += '"';
-}
-
-void json_dump(std::string& out, const Value& v, int indent, bool sort_keys, int level) {
-  if (level > 512) fail("tojson: value nested too deeply");
-  auto newline = [&](int lv) {
-    out += '\n';
-    out.append(static_cast<size_t>(indent) * static_cast<size_t>(lv), ' ');
-  };
-  switch (v.type()) {
-    case Value::Type::None:
-      out += "null";
-      return;
-    case Value::Type::Bool:
-      out += v.as_bool() ? "true" : "false";
-      return;
-    case Value::Type::Int:
-      out += std::to_string(v.as_int());
-      return;
-    case Value::Type::Float: {
-      const double d = v.as_float();
-      if (std::isnan(d)) {
-        out += "NaN";
-      } else if (std::isinf(d)) {
-        out += d > 0 ? "Infinity" : "-Infinity";
-      } else {
-        out += py_float_repr(d);
-      }
-      return;
-    }
-    case Value::Type::String:
-      json_string(out, v.str());
-      return;
-    case Value::Type::List: {
-      const ListData& l = v.list_data();
-      if (l.is_generator) fail("Object of type generator is not JSON serializable");
-      if (l.items.empty()) {
-        out += "[]";
-        return;
-      }
-      out += '[';
-      for (size_t i = 0; i < l.items.size(); ++i) {
-        if (i) out += indent >= 0 ? "," : ", ";
-        if (indent >= 0) newline(level + 1);
-        json_dump(out, l.items[i], indent, sort_keys, level + 1);
-      }
-      if (indent >= 0) newline(level);
-      out += ']';
-      return;
-    }
-    case Value::Type::Dict: {
-      const DictData& d = v.dict_data();
-      if (d.is_namespace) fail("Object of type Namespace is not JSON serializable");
-      if (d.items.empty()) {
-        out += "{}";
-        return;
-      }
-      std::vector<const std::pair<std::string, Value>*> order;
-      order.reserve(d.items.size());
-      for (const auto& kv : d.items) order.push_back(&kv);
-      if (sort_keys)
-        std::stable_sort(order.begin(), order.end(),
-                         [](auto* a, auto* b) { return a->first < b->first; });
-      out += '{';
-      for (size_t i = 0; i < order.size(); ++i) {
-        if (i) out += indent >= 0 ? "," : ", ";
-        if (indent >= 0) newline(level + 1);
-        json_string(out, order[i]->first);
-        out += ": ";
-        json_dump(out, order[i]->second, indent, sort_keys, level + 1);
-      }
-      if (indent >= 0) newline(level);
-      out += '}';
-      return;
-    }
-    default:
-      fail("Object of type {} is not JSON serializable", v.type_name());
-  }
-}
-
-}  // namespace
-
-std::string py_json_dumps(const Value& v, int indent, bool sort_keys) {
-  std::string out;
-  json_dump(out, v, indent, sort_keys, 0);
-  return out;
 }
 
 size_t utf8_length(std::string_view s) {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -126,26 +127,47 @@ struct ListData {
   uint32_t depth = 1;
   bool is_tuple = false;
   bool is_generator = false;  // map/select/... results: no len(), no indexing, not JSON
+  // A named tuple (groupby's (grouper, list)) names its items for attribute access; the names
+  // are static strings.
+  std::span<const std::string_view> field_names;
+  const Value* field(std::string_view name) const;
 };
 
-// Insertion-ordered; small dicts dominate, so lookups scan.
+// Insertion-ordered; small dicts dominate, so lookups scan. Keys are Python's hashable
+// values (None, bool, int, float, str, tuples of them, Undefined) and match as Python's do:
+// 1, 1.0 and True are one key, 1 and "1" two. JSON objects bring str keys; dict literals
+// may bring others ({0: 0, 512: 128}).
 struct DictData {
-  std::vector<std::pair<std::string, Value>> items;
+  std::vector<std::pair<Value, Value>> items;
   uint32_t depth = 1;
   bool is_namespace = false;
+  // A str key.
   const Value* find(std::string_view key) const;
   Value* find(std::string_view key);
-  void set(std::string key, Value v);  // throws hearth::Error beyond kMaxNesting
+  // Any key (an unhashable one is simply not found).
+  const Value* find(const Value& key) const;
+  // Replaces the value of an equal key (keeping the key first inserted, as Python) or appends.
+  // Throws hearth::Error for an unhashable key and beyond kMaxNesting.
+  void set(std::string key, Value v);
+  void set(Value key, Value v);
 };
+
+// Whether Python could use `v` as a dict key.
+bool is_hashable(const Value& v);
+
+class Interpreter;
+struct CallArgs;
 
 struct LoopData {
   std::vector<Value> items;
   size_t index0 = 0;
   size_t depth0 = 0;
+  // Set for `{% for ... recursive %}`: calling the loop renders its body for other items, one
+  // level deeper.
+  std::function<Value(Interpreter&, CallArgs&)> recurse;
   Value get(std::string_view attr) const;
 };
 
-class Interpreter;
 struct CallArgs {
   std::vector<Value> positional;
   std::vector<std::pair<std::string, Value>> keyword;
@@ -165,9 +187,6 @@ bool reaches(const Value& v, const DictData* target, int depth = 0);
 bool py_equal(const Value& a, const Value& b, int depth = 0);
 // Python repr of a float (shortest round trip: 1.0, 0.5, 1e-05).
 std::string py_float_repr(double d);
-// Python json.dumps(value, ensure_ascii=False, indent=indent, separators=default,
-// sort_keys=sort_keys); indent < 0 means None. Throws hearth::Error for generators/callables.
-std::string py_json_dumps(const Value& v, int indent = -1, bool sort_keys = false);
 
 // Code points of a UTF-8 string (Python's len()); invalid bytes count one each.
 size_t utf8_length(std::string_view s);
