@@ -391,32 +391,27 @@ void Interpreter::run_loop(const Stmt& s, Scope& scope, const Value& iterable, s
   }
 }
 
+// Macro calls and recursive loop calls nest through the interpreter's own recursion: both count
+// against Limits::max_call_depth, so a template cannot exhaust the stack.
+Interpreter::CallDepth Interpreter::enter_call(const char* what) {
+  if (call_depth_ >= opt_.limits.max_call_depth)
+    fail(Kind::Limit, std::string(what) + " nested deeper than " +
+                          std::to_string(opt_.limits.max_call_depth) + " (Limits::max_call_depth)");
+  return CallDepth(call_depth_);
+}
+
 // `loop(items)` inside a recursive for: the body rendered for `items`, as a string. Nested
 // calls count against Limits::max_call_depth like macro calls.
 Value Interpreter::recurse_loop(const Stmt& s, Scope& scope, CallArgs& args, size_t depth0) {
   if (args.positional.size() != 1 || !args.keyword.empty())
     fail(Kind::Type, "loop() takes exactly one argument, the items to iterate");
-  if (call_depth_ >= opt_.limits.max_call_depth)
-    fail(Kind::Limit, "recursive loop calls nested deeper than " +
-                          std::to_string(opt_.limits.max_call_depth) + " (Limits::max_call_depth)");
-  struct DepthGuard {
-    int& d;
-    explicit DepthGuard(int& depth) : d(depth) { ++d; }
-    ~DepthGuard() { --d; }
-  } guard(call_depth_);
+  const CallDepth guard = enter_call("recursive loop calls");
   const Value iterable = args.positional[0];
   return capture_output([&] { run_loop(s, scope, iterable, depth0); });
 }
 
 Value Interpreter::call_macro(const Stmt& def, CallArgs& args, const Value* caller) {
-  if (call_depth_ >= opt_.limits.max_call_depth)
-    fail(Kind::Limit, "macro calls nested deeper than " +
-                          std::to_string(opt_.limits.max_call_depth) + " (Limits::max_call_depth)");
-  struct DepthGuard {
-    int& d;
-    explicit DepthGuard(int& depth) : d(depth) { ++d; }
-    ~DepthGuard() { --d; }
-  } guard(call_depth_);
+  const CallDepth guard = enter_call("macro calls");
   Scope scope;
   scope.parent = &root_;
   const auto& params = def.params;

@@ -67,6 +67,19 @@ class Interpreter {
   Value binary(const std::string& op, const Value& a, const Value& b, Location loc);
   bool compare(const std::string& op, const Value& a, const Value& b, Location loc);
 
+  // One level of call nesting, held for the call's duration.
+  class CallDepth {
+   public:
+    explicit CallDepth(int& depth) : depth_(depth) { ++depth_; }
+    ~CallDepth() { --depth_; }
+    CallDepth(const CallDepth&) = delete;
+    CallDepth& operator=(const CallDepth&) = delete;
+
+   private:
+    int& depth_;
+  };
+  CallDepth enter_call(const char* what);
+
   const Program& program_;
   const RenderOptions& opt_;
   Scope root_;

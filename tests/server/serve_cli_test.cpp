@@ -10,29 +10,16 @@
 #include <string>
 #include <thread>
 
+#include "common/run_command.h"
 #include "common/shared_data.h"
 
 namespace {
 
-struct Ran {
-  int status = -1;
-  std::string output;
-};
-
-Ran run(const std::string& command) {
-  Ran r;
-  std::FILE* p = ::popen((command + " 2>&1").c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
-  const int st = ::pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
+using hearth::test::Ran;
+using hearth::test::run;
 
 std::string hearth() {
-  return std::string(HEARTH_BINARY_DIR) + "/src/hearth";
+  return hearth::test::hearth_binary();
 }
 
 TEST(ServeCli, WithoutAModelOfflineFailsFastSayingHowToPassOne) {

@@ -21,35 +21,19 @@
 #include <string>
 #include <thread>
 
+#include "common/run_command.h"
 #include "common/shared_data.h"
 
 namespace {
+
+using hearth::test::Ran;
+using hearth::test::run;
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 std::string hearth() {
-  return std::string(HEARTH_BINARY_DIR) + "/src/hearth";
-}
-
-struct Ran {
-  int status = -1;
-  std::string output;
-  double seconds = 0;
-};
-
-Ran run(const std::string& command) {
-  Ran r;
-  const auto t0 = Clock::now();
-  std::FILE* p = ::popen((command + " 2>&1").c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
-  const int st = ::pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  return r;
+  return hearth::test::hearth_binary();
 }
 
 // A loopback socket that listens and never accepts: connections to it complete (the backlog)
