@@ -81,7 +81,7 @@ ParsedRequest parse_completions_request(const nlohmann::json& body);
 ParsedRequest parse_llama_completion_request(const nlohmann::json& body);
 
 // The one place a request's sampler settings become the engine's sampler chain (llama-server's
-// names and defaults, logit_bias, DRY, ...; sampling/params_json.h) and logprob count.
+// names and defaults, logit_bias, DRY, ...; server/sampler_params_json.h) and logprob count.
 // Throws hearth::Error naming a bad parameter.
 void apply_sampling(const nlohmann::json& body, const ParsedRequest& parsed,
                     const VocabAccess& vocab, GenerationRequest& request);

@@ -4,10 +4,10 @@
 #include <limits>
 #include <random>
 
-#include "sampling/params_json.h"
 #include "server/api_error.h"
 #include "server/json_fields.h"
 #include "server/request.h"
+#include "server/sampler_params_json.h"
 #include "server/tool_params.h"
 #include "util/error.h"
 

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "sampling/params_json.h"
+#include "server/sampler_params_json.h"
 #include "util/error.h"
 
 namespace hearth {

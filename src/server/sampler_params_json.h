@@ -1,4 +1,5 @@
-// Sampler parameters from a request body: llama-server's names and OpenAI's.
+// Sampler parameters from a request body: llama-server's names and OpenAI's (the HTTP side of
+// sampling/params.h, so it lives with the server).
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>

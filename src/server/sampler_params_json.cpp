@@ -1,4 +1,4 @@
-#include "sampling/params_json.h"
+#include "server/sampler_params_json.h"
 
 #include <charconv>
 #include <cmath>
