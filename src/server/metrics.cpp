@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "engine/request.h"
+#include "server/metrics_gauges.h"
+
 namespace hearth::server {
 
 Histogram::Histogram(std::vector<double> bounds)

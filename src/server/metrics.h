@@ -1,6 +1,6 @@
 // The server's metrics registry, rendered as Prometheus text (GET /metrics). Counters and
 // histograms are updated by handler threads when a request finishes; gauges (running/queued,
-// KV pool) are read at scrape time and passed in.
+// KV pool) are read at scrape time and passed in (server/metrics_gauges.h).
 #pragma once
 
 #include <cstdint>
@@ -8,10 +8,14 @@
 #include <string>
 #include <vector>
 
-#include "engine/engine.h"
-#include "engine/request.h"
+namespace hearth {
+struct RequestStats;
+enum class FinishReason;
+}  // namespace hearth
 
 namespace hearth::server {
+
+struct MetricsGauges;
 
 // A cumulative Prometheus histogram with fixed upper bounds (+Inf implied).
 class Histogram {
@@ -26,12 +30,6 @@ class Histogram {
   std::vector<uint64_t> counts_;  // per bucket, not cumulative; last = above every bound
   double sum_ = 0;
   uint64_t count_ = 0;
-};
-
-// Read at scrape time.
-struct MetricsGauges {
-  EngineMetrics engine;              // running/queued, KV pool, prefix cache, disk tier
-  int64_t http_requests_active = 0;  // generation requests the server is serving
 };
 
 class Metrics {

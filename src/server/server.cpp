@@ -7,6 +7,7 @@
 
 #include "server/auth.h"
 #include "server/elastic_pool.h"
+#include "server/metrics_gauges.h"
 #include "server/model_names.h"
 #include "server/openai_response.h"
 #include "server/server_impl.h"

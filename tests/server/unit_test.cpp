@@ -1,11 +1,13 @@
 // Pure pieces of the server: coalescing, auth, SHA-256, metrics text, SSE framing.
 #include <gtest/gtest.h>
 
+#include "engine/request.h"
 #include "server/auth.h"
 #include "server/coalescer.h"
 #include "server/metrics.h"
-#include "util/sha256.h"
+#include "server/metrics_gauges.h"
 #include "server/sse.h"
+#include "util/sha256.h"
 
 namespace hearth::server {
 namespace {
