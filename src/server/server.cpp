@@ -7,7 +7,6 @@
 
 #include "server/auth.h"
 #include "server/elastic_pool.h"
-#include "server/metrics_gauges.h"
 #include "server/model_names.h"
 #include "server/openai_response.h"
 #include "server/server_impl.h"
@@ -34,14 +33,6 @@ ApiError loading_error(int retry_after_s) {
   ApiError e(503, "Loading model", "unavailable_error", "model", "model_loading");
   e.retry_after_s = retry_after_s;
   return e;
-}
-
-// A route handler with its exceptions turned into error replies (Impl::guard).
-template <typename F>
-httplib::Server::Handler guarded(Server::Impl* s, F f) {
-  return [s, f](const httplib::Request& req, httplib::Response& res) {
-    s->guard(res, "body", [&] { f(req, res); });
-  };
 }
 
 }  // namespace
@@ -122,7 +113,7 @@ ApiError Server::Impl::httplib_error(const httplib::Request& req, int status) co
 
 Server::Impl::Impl(ServerOptions o) : opt(std::move(o)), http(limits_of(opt)) {}
 
-void Server::Impl::setup_routes() {
+void Server::Impl::configure_http() {
   // The timeouts httplib itself applies (SO_RCVTIMEO/SO_SNDTIMEO on accepted sockets, the
   // Keep-Alive header); ConnectionStream enforces the same limits on each connection.
   http.set_keep_alive_timeout(opt.keep_alive_s);
@@ -131,145 +122,75 @@ void Server::Impl::setup_routes() {
   http.set_write_timeout(opt.write_timeout_s);
   const auto threads = static_cast<size_t>(std::max(4, opt.http_threads));
   http.new_task_queue = [threads] { return new ElasticPool(threads); };
+}
 
-  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (opt.cors) {
-      res.set_header("Access-Control-Allow-Origin", opt.cors_origin);
-      res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
-      res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
-    }
-    // Refused from its headers alone (bad Content-Length, too large): its body is never read.
-    if (auto refusal = HttpServer::current_refusal()) {
-      send_error(res, ApiError(refusal->status, refusal->message, "invalid_request_error",
-                               refusal->code == "invalid_transfer_encoding" ? "Transfer-Encoding"
-                                                                            : "Content-Length",
-                               refusal->code));
-      metrics.record_http_error(refusal->status);
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    if (opt.cors && req.method == "OPTIONS") {
-      res.status = 204;
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    if (req.path == "/health" || opt.api_key.empty())
-      return httplib::Server::HandlerResponse::Unhandled;
-    if (!authorized(opt.api_key, req.get_header_value("Authorization"))) {
-      res.set_header("WWW-Authenticate", "Bearer");
-      send_error(res, ApiError(401, "Invalid or missing API key (send 'Authorization: Bearer KEY')",
-                               "authentication_error", "Authorization", "invalid_api_key"));
-      metrics.record_http_error(401);
-      return httplib::Server::HandlerResponse::Handled;
-    }
+httplib::Server::HandlerResponse Server::Impl::pre_route(const httplib::Request& req,
+                                                         httplib::Response& res) {
+  if (opt.cors) {
+    res.set_header("Access-Control-Allow-Origin", opt.cors_origin);
+    res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+    res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+  }
+  // Refused from its headers alone (bad Content-Length, too large): its body is never read.
+  if (auto refusal = HttpServer::current_refusal()) {
+    send_error(res, ApiError(refusal->status, refusal->message, "invalid_request_error",
+                             refusal->code == "invalid_transfer_encoding" ? "Transfer-Encoding"
+                                                                          : "Content-Length",
+                             refusal->code));
+    metrics.record_http_error(refusal->status);
+    return httplib::Server::HandlerResponse::Handled;
+  }
+  if (opt.cors && req.method == "OPTIONS") {
+    res.status = 204;
+    return httplib::Server::HandlerResponse::Handled;
+  }
+  if (req.path == "/health" || opt.api_key.empty())
     return httplib::Server::HandlerResponse::Unhandled;
-  });
+  if (!authorized(opt.api_key, req.get_header_value("Authorization"))) {
+    res.set_header("WWW-Authenticate", "Bearer");
+    send_error(res, ApiError(401, "Invalid or missing API key (send 'Authorization: Bearer KEY')",
+                             "authentication_error", "Authorization", "invalid_api_key"));
+    metrics.record_http_error(401);
+    return httplib::Server::HandlerResponse::Handled;
+  }
+  return httplib::Server::HandlerResponse::Unhandled;
+}
 
-  // httplib's own errors (404 unknown route, 400 bad HTTP, a body that did not arrive) get a
-  // JSON body too.
+// httplib's own errors (404 unknown route, 400 bad HTTP, a body that did not arrive) get a JSON
+// body too.
+httplib::Server::HandlerResponse Server::Impl::on_http_error(const httplib::Request& req,
+                                                             httplib::Response& res) {
+  if (!res.body.empty() || res.content_length_ > 0)
+    return httplib::Server::HandlerResponse::Unhandled;
+  ApiError e = httplib_error(req, res.status);
+  if (e.status == 408) res.set_header("Connection", "close");
+  send_error(res, e);
+  metrics.record_http_error(res.status);
+  return httplib::Server::HandlerResponse::Handled;
+}
+
+httplib::Server::Handler Server::Impl::guarded(RouteHandler handler) {
+  return [this, handler](const httplib::Request& req, httplib::Response& res) {
+    guard(res, "body", [&] { (this->*handler)(req, res); });
+  };
+}
+
+void Server::Impl::setup_routes() {
+  configure_http();
+  http.set_pre_routing_handler(
+      [this](const httplib::Request& req, httplib::Response& res) { return pre_route(req, res); });
   http.set_error_handler(httplib::Server::HandlerWithResponse(
       [this](const httplib::Request& req, httplib::Response& res) {
-        if (!res.body.empty() || res.content_length_ > 0)
-          return httplib::Server::HandlerResponse::Unhandled;
-        ApiError e = httplib_error(req, res.status);
-        if (e.status == 408) res.set_header("Connection", "close");
-        send_error(res, e);
-        metrics.record_http_error(res.status);
-        return httplib::Server::HandlerResponse::Handled;
+        return on_http_error(req, res);
       }));
 
-  http.Get("/health", guarded(this, [this](const httplib::Request&, httplib::Response& res) {
-             require_ready();
-             send_json(res, {{"status", "ok"}});
-           }));
-
-  auto models = guarded(this, [this](const httplib::Request&, httplib::Response& res) {
-    require_ready();
-    json m = {{"id", model.id},
-              {"object", "model"},
-              {"created", model.created},
-              {"owned_by", "hearth"},
-              {"meta", {{"n_ctx", model.n_ctx}, {"n_vocab", tok->n_vocab()}}}};
-    send_json(res, {{"object", "list"}, {"data", json::array({m})}});
-  });
-  http.Get("/v1/models", models);
-  http.Get("/models", models);
-
-  http.Post("/tokenize", guarded(this, [this](const httplib::Request& req, httplib::Response& res) {
-              require_ready();
-              json b = parse_json_body(req.body);
-              auto c = b.find("content");
-              if (c == b.end() || !c->is_string())
-                bad_param("content", "'content' must be a string", "invalid_type");
-              bool add_special = false, with_pieces = false;
-              if (auto it = b.find("add_special"); it != b.end() && !it->is_null()) {
-                if (!it->is_boolean())
-                  bad_param("add_special", "'add_special' must be a boolean", "invalid_type");
-                add_special = it->get<bool>();
-              }
-              if (auto it = b.find("with_pieces"); it != b.end() && !it->is_null()) {
-                if (!it->is_boolean())
-                  bad_param("with_pieces", "'with_pieces' must be a boolean", "invalid_type");
-                with_pieces = it->get<bool>();
-              }
-              auto ids = tok->encode(c->get<std::string>(), add_special, true);
-              json tokens = json::array();
-              for (int32_t id : ids) {
-                if (with_pieces)
-                  tokens.push_back({{"id", id}, {"piece", tok->token_to_piece(id)}});
-                else
-                  tokens.push_back(id);
-              }
-              send_json(res, {{"tokens", tokens}});
-            }));
-
-  http.Post("/detokenize",
-            guarded(this, [this](const httplib::Request& req, httplib::Response& res) {
-              require_ready();
-              json b = parse_json_body(req.body);
-              auto t = b.find("tokens");
-              if (t == b.end() || !t->is_array())
-                bad_param("tokens", "'tokens' must be an array of token ids", "invalid_type");
-              std::vector<int32_t> ids;
-              for (size_t i = 0; i < t->size(); ++i) {
-                const json& v = (*t)[i];
-                if (!v.is_number_integer() || v.get<int64_t>() < 0 ||
-                    v.get<int64_t>() >= static_cast<int64_t>(tok->n_vocab()))
-                  bad_param(fmt::format("tokens[{}]", i),
-                            fmt::format("tokens[{}] is not a token id of this vocabulary", i));
-                ids.push_back(static_cast<int32_t>(v.get<int64_t>()));
-              }
-              send_json(res, {{"content", tok->decode(ids)}});
-            }));
-
-  http.Get("/metrics", guarded(this, [this](const httplib::Request&, httplib::Response& res) {
-             MetricsGauges g;
-             if (ready.load()) g.engine = engine->metrics();
-             {
-               std::lock_guard lock(active_mu);
-               g.http_requests_active = static_cast<int64_t>(active.size());
-             }
-             res.set_content(metrics.render(g), "text/plain; version=0.0.4; charset=utf-8");
-           }));
-
-  http.Get(
-      "/slots", guarded(this, [this](const httplib::Request&, httplib::Response& res) {
-        require_ready();
-        json slots = json::array();
-        const auto now = std::chrono::steady_clock::now();
-        std::lock_guard lock(active_mu);
-        for (const auto& [number, a] : active)
-          slots.push_back({{"id", number},
-                           {"id_task", a->engine_id},
-                           {"route", a->route},
-                           {"is_processing", true},
-                           {"stream", a->stream},
-                           {"n_ctx", model.n_ctx},
-                           {"n_prompt_tokens", a->prompt_tokens},
-                           {"n_decoded", a->generated.load()},
-                           {"elapsed_ms",
-                            std::chrono::duration<double, std::milli>(now - a->started).count()}});
-        send_json(res, slots);
-      }));
-
+  http.Get("/health", guarded(&Impl::handle_health));
+  http.Get("/v1/models", guarded(&Impl::handle_models));
+  http.Get("/models", guarded(&Impl::handle_models));
+  http.Post("/tokenize", guarded(&Impl::handle_tokenize));
+  http.Post("/detokenize", guarded(&Impl::handle_detokenize));
+  http.Get("/metrics", guarded(&Impl::handle_metrics));
+  http.Get("/slots", guarded(&Impl::handle_slots));
   add_generation_routes();
 }
 

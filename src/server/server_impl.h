@@ -1,4 +1,5 @@
-// The server's shared state, seen by the route files (server.cpp: setup and small routes;
+// The server's shared state, seen by the route files (server.cpp: setup, the route table and
+// the request checks every route shares; utility_routes.cpp: the small routes;
 // completion_routes.cpp: the generation routes). Not part of the public API.
 #pragma once
 
@@ -58,6 +59,23 @@ struct Server::Impl {
 
   void setup_routes();
   void add_generation_routes();
+  // httplib's timeouts and worker pool, from `opt`.
+  void configure_http();
+  // Before any route: CORS headers, refusals from the headers alone, the API key.
+  httplib::Server::HandlerResponse pre_route(const httplib::Request& req, httplib::Response& res);
+  // A status httplib set itself gets an error body (httplib_error).
+  httplib::Server::HandlerResponse on_http_error(const httplib::Request& req,
+                                                 httplib::Response& res);
+
+  // A route handler of this server, with its exceptions turned into error replies (guard).
+  using RouteHandler = void (Impl::*)(const httplib::Request&, httplib::Response&);
+  httplib::Server::Handler guarded(RouteHandler handler);
+  void handle_health(const httplib::Request& req, httplib::Response& res);
+  void handle_models(const httplib::Request& req, httplib::Response& res);
+  void handle_tokenize(const httplib::Request& req, httplib::Response& res);
+  void handle_detokenize(const httplib::Request& req, httplib::Response& res);
+  void handle_metrics(const httplib::Request& req, httplib::Response& res);
+  void handle_slots(const httplib::Request& req, httplib::Response& res);
 
   // Throws ApiError 503 while loading or shutting down.
   void require_ready() const;
