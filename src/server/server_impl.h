@@ -21,6 +21,9 @@
 
 namespace hearth::server {
 
+class Responder;
+struct BuiltPrompt;
+
 // Sends an ApiError as OpenAI's error JSON (with Retry-After when set).
 void send_error(httplib::Response& res, const ApiError& e);
 void send_json(httplib::Response& res, const nlohmann::json& j, int status = 200);
@@ -96,7 +99,19 @@ struct Server::Impl {
   // The error reply for a status httplib set itself (unknown route, unreadable request).
   ApiError httplib_error(const httplib::Request& req, int status) const;
 
+  // The generation routes (completion_routes.cpp): the request, then the reply through the
+  // API's responder, whole or streamed.
+  struct Submitted;
   void handle_generation(Api api, const httplib::Request& req, httplib::Response& res);
+  // Hands the prompt to the engine; throws 503 server_busy or 400 when it refuses.
+  Submitted submit(Api api, const nlohmann::json& body, const ParsedRequest& pr,
+                   const BuiltPrompt& bp);
+  void reply_whole(Responder& responder, const Submitted& g, httplib::Response& res);
+  void reply_streamed(std::unique_ptr<Responder> responder, Submitted g, httplib::Response& res);
+  // The stream's body, written on the connection's thread; `finished` turns true once the
+  // generation has ended. False: the client is gone.
+  bool stream_events(Responder& responder, const Submitted& g, bool& finished,
+                     httplib::DataSink& sink);
 
   std::shared_ptr<ActiveRequest> register_active(const std::string& route, bool stream,
                                                  int64_t prompt_tokens, int64_t& number);
