@@ -107,6 +107,83 @@ std::vector<LogitBias> read_logit_bias(const json& v, const VocabAccess& vocab) 
   return out;
 }
 
+void read_dry_sequence_breakers(const json& body, SamplerParams& p) {
+  const json* v = field(body, "dry_sequence_breakers");
+  if (!v) return;
+  if (!v->is_array() || v->empty())
+    fail("dry_sequence_breakers must be a non-empty array of strings");
+  p.dry_sequence_breakers.clear();
+  for (const auto& s : *v) {
+    if (!s.is_string())
+      fail("dry_sequence_breakers must be a non-empty array of strings, found {}", s.type_name());
+    p.dry_sequence_breakers.push_back(s.get<std::string>());
+  }
+}
+
+void read_seed(const json& body, SamplerParams& p) {
+  const json* v = field(body, "seed");
+  if (!v) return;
+  if (v->is_number_unsigned()) {
+    const uint64_t s = v->get<uint64_t>();
+    p.seed = s == 0xFFFFFFFFull ? std::nullopt : std::optional<uint64_t>(s);
+  } else {
+    const int64_t s = as_int(*v, "seed");
+    if (s < -1) fail("seed must be >= 0, or -1 for a random seed, got {}", s);
+    p.seed = s == -1 || s == 0xFFFFFFFFll ? std::nullopt
+                                          : std::optional<uint64_t>(static_cast<uint64_t>(s));
+  }
+}
+
+void read_samplers(const json& body, SamplerParams& p) {
+  const json* v = field(body, "samplers");
+  if (!v) return;
+  if (v->is_string()) {
+    p.samplers = parse_sampler_stages(v->get<std::string>(), "samplers");
+  } else if (v->is_array()) {
+    p.samplers.clear();
+    for (const auto& s : *v) {
+      if (!s.is_string()) fail("samplers: each entry must be a string, got {}", s.type_name());
+      auto stage = sampler_stage_from_name(s.get<std::string>());
+      if (!stage)
+        fail(
+            "samplers: unknown sampler \"{}\" (penalties, dry, top_n_sigma, top_k, typ_p, "
+            "top_p, min_p, xtc, temperature)",
+            s.get<std::string>());
+      p.samplers.push_back(*stage);
+    }
+  } else {
+    fail("samplers must be an array of names or a string, got {}", v->type_name());
+  }
+}
+
+// Logprobs: llama-server's n_probs, else OpenAI's logprobs / top_logprobs.
+void read_logprobs(const json& body, SamplerParams& p) {
+  int32_t top = -1;
+  if (const json* v = field(body, "top_logprobs")) {
+    top = as_int32(*v, "top_logprobs");
+    if (top < 0 || top > 20) fail("top_logprobs must be between 0 and 20, got {}", top);
+  }
+  bool openai_logprobs = false;
+  int32_t openai_n = 0;
+  if (const json* v = field(body, "logprobs")) {
+    if (v->is_boolean()) {
+      openai_logprobs = v->get<bool>();
+      openai_n = openai_logprobs ? std::max(top, 1) : 0;
+    } else {
+      openai_n = as_int32(*v, "logprobs");
+      if (openai_n < 0) fail("logprobs must be true, false or a count >= 0, got {}", openai_n);
+      openai_logprobs = true;
+    }
+  }
+  if (top >= 0 && !openai_logprobs && !field(body, "n_probs"))
+    fail("top_logprobs needs logprobs: true");
+  if (const json* v = field(body, "n_probs")) {
+    p.n_probs = as_int32(*v, "n_probs");
+  } else if (field(body, "logprobs")) {
+    p.n_probs = openai_n;
+  }
+}
+
 }  // namespace
 
 SamplerParams sampler_params_from_json(const json& body, const VocabAccess& vocab,
@@ -132,77 +209,15 @@ SamplerParams sampler_params_from_json(const json& body, const VocabAccess& voca
   if (std::isfinite(p.dry_base)) p.dry_base = effective_dry_base(p);
   read_int(body, "dry_allowed_length", p.dry_allowed_length);
   read_int(body, "dry_penalty_last_n", p.dry_penalty_last_n);
-  if (const json* v = field(body, "dry_sequence_breakers")) {
-    if (!v->is_array() || v->empty())
-      fail("dry_sequence_breakers must be a non-empty array of strings");
-    p.dry_sequence_breakers.clear();
-    for (const auto& s : *v) {
-      if (!s.is_string())
-        fail("dry_sequence_breakers must be a non-empty array of strings, found {}", s.type_name());
-      p.dry_sequence_breakers.push_back(s.get<std::string>());
-    }
-  }
+  read_dry_sequence_breakers(body, p);
   read_int(body, "mirostat", p.mirostat);
   read_float(body, "mirostat_tau", p.mirostat_tau);
   read_float(body, "mirostat_eta", p.mirostat_eta);
-  if (const json* v = field(body, "seed")) {
-    if (v->is_number_unsigned()) {
-      const uint64_t s = v->get<uint64_t>();
-      p.seed = s == 0xFFFFFFFFull ? std::nullopt : std::optional<uint64_t>(s);
-    } else {
-      const int64_t s = as_int(*v, "seed");
-      if (s < -1) fail("seed must be >= 0, or -1 for a random seed, got {}", s);
-      p.seed = s == -1 || s == 0xFFFFFFFFll ? std::nullopt
-                                            : std::optional<uint64_t>(static_cast<uint64_t>(s));
-    }
-  }
+  read_seed(body, p);
   read_int(body, "min_keep", p.min_keep);
-  if (const json* v = field(body, "samplers")) {
-    if (v->is_string()) {
-      p.samplers = parse_sampler_stages(v->get<std::string>(), "samplers");
-    } else if (v->is_array()) {
-      p.samplers.clear();
-      for (const auto& s : *v) {
-        if (!s.is_string()) fail("samplers: each entry must be a string, got {}", s.type_name());
-        auto stage = sampler_stage_from_name(s.get<std::string>());
-        if (!stage)
-          fail(
-              "samplers: unknown sampler \"{}\" (penalties, dry, top_n_sigma, top_k, typ_p, "
-              "top_p, min_p, xtc, temperature)",
-              s.get<std::string>());
-        p.samplers.push_back(*stage);
-      }
-    } else {
-      fail("samplers must be an array of names or a string, got {}", v->type_name());
-    }
-  }
+  read_samplers(body, p);
   if (const json* v = field(body, "logit_bias")) p.logit_bias = read_logit_bias(*v, vocab);
-
-  // Logprobs: llama-server's n_probs, else OpenAI's logprobs / top_logprobs.
-  int32_t top = -1;
-  if (const json* v = field(body, "top_logprobs")) {
-    top = as_int32(*v, "top_logprobs");
-    if (top < 0 || top > 20) fail("top_logprobs must be between 0 and 20, got {}", top);
-  }
-  bool openai_logprobs = false;
-  int32_t openai_n = 0;
-  if (const json* v = field(body, "logprobs")) {
-    if (v->is_boolean()) {
-      openai_logprobs = v->get<bool>();
-      openai_n = openai_logprobs ? std::max(top, 1) : 0;
-    } else {
-      openai_n = as_int32(*v, "logprobs");
-      if (openai_n < 0) fail("logprobs must be true, false or a count >= 0, got {}", openai_n);
-      openai_logprobs = true;
-    }
-  }
-  if (top >= 0 && !openai_logprobs && !field(body, "n_probs"))
-    fail("top_logprobs needs logprobs: true");
-  if (const json* v = field(body, "n_probs")) {
-    p.n_probs = as_int32(*v, "n_probs");
-  } else if (field(body, "logprobs")) {
-    p.n_probs = openai_n;
-  }
+  read_logprobs(body, p);
   validate(p);
   return p;
 }
