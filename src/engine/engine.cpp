@@ -131,7 +131,7 @@ Engine::Engine(const Model& model, const Tokenizer& tokenizer, EngineOptions opt
                     [this](int32_t id) { return tok_.token_to_piece(id, true); },
                     [this](std::string_view text) { return tok_.encode(text, false, false); }},
       opt_(options),
-      cost_(model.hparams()),
+      sched_(options.step_tokens, options.max_running, StepCost(model.hparams())),
       fwd_(model, pool),
       kv_(kv_layout_for(model.hparams(), options.kv_type, options.kv_block_tokens),
           model.hparams().n_layer,
@@ -399,153 +399,171 @@ void Engine::attach_cached_prefix(Sequence& s) {
   s.admitted_once = true;
 }
 
+// A row of the step's batch, resolved to its sequence.
+struct Engine::Row {
+  Sequence* s;
+  int64_t n;
+  StepRow::Kind kind;
+};
+
+SeqFacts Engine::facts(const Sequence& s) {
+  return {s.id,
+          s.admitted,
+          s.n_computed,
+          static_cast<int64_t>(s.tokens.size()),
+          s.stats.generated_tokens > 0,
+          s.completing};
+}
+
+std::vector<SeqFacts> Engine::running_facts() const {
+  std::vector<SeqFacts> f;
+  f.reserve(running_.size());
+  for (const auto& s : running_) f.push_back(facts(*s));
+  return f;
+}
+
+Engine::Sequence* Engine::find(int64_t id) {
+  for (auto& s : running_)
+    if (s->id == id) return s.get();
+  for (auto& s : completing_)
+    if (s->id == id) return s.get();
+  return nullptr;
+}
+
 bool Engine::step() {
   take_inbox();
   // Cancellations and admissions happen at the step boundary.
-  for (auto it = running_.begin(); it != running_.end();) {
-    if ((*it)->cancelled) {
-      finish(**it, FinishReason::Cancelled);
-      it = running_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  for (auto it = waiting_.begin(); it != waiting_.end();) {
-    if ((*it)->cancelled) {
-      finish(**it, FinishReason::Cancelled);
-      it = waiting_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  while (static_cast<int>(running_.size()) < opt_.max_running && !waiting_.empty()) {
-    // A request that continues a reply whose last token is still to be cached waits one step
-    // for it, so it finds the whole reply (the next turn of a conversation, a request resent).
-    if (continues_completing(*waiting_.front())) break;
-    running_.push_back(std::move(waiting_.front()));
-    waiting_.pop_front();
-    running_.back()->admitted = admit_counter_++;
-    attach_cached_prefix(*running_.back());
-    if (static_cast<int64_t>(running_.back()->tokens.size()) >= opt_.max_seq_tokens) {
-      finish(*running_.back(), FinishReason::ContextFull, "the prompt does not fit the context");
-      running_.pop_back();
-    }
-  }
+  drop_cancelled();
+  admit();
   if (running_.empty() && completing_.empty()) {
     publish_metrics();
     return !waiting_.empty();
   }
+  prepare_completing();
+  StepPlan plan = plan_step();
+  if (!allocate(plan)) return true;
+  if (plan.empty()) return true;
+  const std::vector<Row> rows = resolve(plan);
+  std::vector<SeqBatch> batch;
+  if (!forward(rows, batch)) return true;
+  consume(rows, batch);
+  publish_metrics();
+  return true;
+}
 
-  // Decode tokens first (one per sequence past its prefill, always scheduled), then prefill
-  // chunks within the step budget: shortest remaining prompt first, so a short request is not
-  // stuck behind a long one, while the oldest prefill always keeps an eighth of the budget so
-  // it cannot starve.
-  std::vector<std::pair<Sequence*, int64_t>> plan;  // sequence, tokens this step
-  std::vector<Sequence*> prefill;
-  int64_t budget = opt_.step_tokens;
+void Engine::drop_cancelled() {
+  auto drop = [&](auto& set) {
+    for (auto it = set.begin(); it != set.end();) {
+      if ((*it)->cancelled) {
+        finish(**it, FinishReason::Cancelled);
+        it = set.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  };
+  drop(running_);
+  drop(waiting_);
+}
+
+// Admits what the scheduler lets in, each with its cached prefix; one that turns out longer than
+// the context fails, and makes room for the next.
+void Engine::admit() {
+  for (;;) {
+    std::vector<WaitingFacts> front;
+    const size_t room = static_cast<size_t>(std::max(0, opt_.max_running - running()));
+    for (size_t i = 0; i < std::min(room, waiting_.size()); ++i)
+      front.push_back({waiting_[i]->id, continues_completing(*waiting_[i])});
+    const size_t n = sched_.admit(front, running());
+    if (n == 0) return;
+    for (size_t i = 0; i < n; ++i) {
+      running_.push_back(std::move(waiting_.front()));
+      waiting_.pop_front();
+      running_.back()->admitted = admit_counter_++;
+      attach_cached_prefix(*running_.back());
+      if (static_cast<int64_t>(running_.back()->tokens.size()) >= opt_.max_seq_tokens) {
+        finish(*running_.back(), FinishReason::ContextFull, "the prompt does not fit the context");
+        running_.pop_back();
+      }
+    }
+  }
+}
+
+// The block for each completing reply's last token; a reply that finds no room caches what it
+// has and leaves.
+void Engine::prepare_completing() {
   for (auto it = completing_.begin(); it != completing_.end();) {
     Sequence& s = **it;
     if (ensure_blocks(s, s.n_computed + 1) && make_writable(s)) {
-      plan.emplace_back(&s, 1);
-      --budget;
       ++it;
-    } else {  // no room: cache what it has
+    } else {
       release_to_cache(s);
       it = completing_.erase(it);
     }
   }
-  for (auto& sp : running_) {
-    Sequence& s = *sp;
-    const int64_t remaining = static_cast<int64_t>(s.tokens.size()) - s.n_computed;
-    if (remaining == 1 && s.stats.generated_tokens > 0) {
-      plan.emplace_back(&s, 1);
-      --budget;
-    } else if (remaining > 0) {
-      prefill.push_back(&s);
-    }
-  }
-  if (!prefill.empty() && budget > 0) {
-    auto rem = [](const Sequence* s) {
-      return static_cast<int64_t>(s->tokens.size()) - s->n_computed;
-    };
-    Sequence* oldest = *std::min_element(
-        prefill.begin(), prefill.end(), [](auto* a, auto* b) { return a->admitted < b->admitted; });
-    std::stable_sort(prefill.begin(), prefill.end(),
-                     [&](auto* a, auto* b) { return rem(a) < rem(b); });
-    int64_t reserve = std::min({rem(oldest), std::max<int64_t>(1, opt_.step_tokens / 8), budget});
-    // When every newer prompt fits in this step, they get it to themselves unless the oldest's
-    // rest fits too (a short request then gets its first token after a step as short as on an
-    // idle server: filling the budget with part of a long prompt would lengthen it) — every
-    // other step at most, so the oldest still advances.
-    int64_t newer = 0;
-    for (Sequence* s : prefill)
-      if (s != oldest) newer += rem(s);
-    if (newer > 0 && newer <= budget && !reserve_skipped_) {
-      reserve = 0;
-      if (newer + rem(oldest) > budget) budget = newer;
-      reserve_skipped_ = true;
-    } else {
-      reserve_skipped_ = false;
-    }
-    // Chunks are sized by what they cost (engine/step_cost.h): the budget is what its tokens
-    // cost at depth 0, and a chunk deep in a prompt takes fewer tokens for the same time.
-    const double total = cost_.chunk(0, budget);
-    const double for_others = total - cost_.chunk(0, reserve);
-    double used = 0;
-    for (Sequence* s : prefill) {
-      if (s == oldest || used >= for_others) continue;
-      const int64_t n = cost_.fit(s->n_computed, rem(s), for_others - used);
-      plan.emplace_back(s, n);
-      used += cost_.chunk(s->n_computed, n);
-    }
-    const double left = total - used;
-    const int64_t n = cost_.fit(oldest->n_computed, rem(oldest), left);
-    if (reserve > 0 || cost_.chunk(oldest->n_computed, n) <= left) plan.emplace_back(oldest, n);
-  }
-  // Blocks for the plan; when the pool runs out, preempt the newest running sequence (LIFO,
-  // so the oldest conversations keep making progress) and try again from the start.
-  for (size_t i = 0; i < plan.size();) {
-    Sequence& s = *plan[i].first;
-    if (ensure_blocks(s, s.n_computed + plan[i].second) && make_writable(s)) {
+}
+
+StepPlan Engine::plan_step() {
+  std::vector<SeqFacts> completing;
+  completing.reserve(completing_.size());
+  for (const auto& s : completing_) completing.push_back(facts(*s));
+  return sched_.plan(completing, running_facts());
+}
+
+// Blocks for the plan, in its order; when the pool runs out, whoever the scheduler names gives
+// way and the plan is tried again from the start. False when the step ends here (a sequence
+// failed: it can never fit).
+bool Engine::allocate(StepPlan& plan) {
+  for (size_t i = 0; i < plan.rows.size();) {
+    Sequence& s = *find(plan.rows[i].id);
+    if (ensure_blocks(s, s.n_computed + plan.rows[i].n) && make_writable(s)) {
       ++i;
       continue;
     }
-    if (!completing_.empty()) {
-      // Finished replies hold blocks only to cache their last token: they give way before a
-      // running sequence is preempted (recomputed later) or failed.
-      plan.erase(std::remove_if(plan.begin(), plan.end(),
-                                [](const auto& p) { return p.first->completing; }),
-                 plan.end());
-      for (auto& c : completing_) release_to_cache(*c);
-      completing_.clear();
-      i = 0;
-      continue;
+    const Shortage shortage = Scheduler::on_shortage(running_facts(), !completing_.empty());
+    if (shortage.action == Shortage::Action::ContextFull) {
+      finish(*find(shortage.id), FinishReason::ContextFull,
+             "the KV pool cannot hold this sequence");
+      std::erase_if(running_, [&](const auto& r) { return r->id == shortage.id; });
+      return false;
     }
-    if (running_.size() == 1) {  // alone and still too big for the whole pool: never fits
-      finish(s, FinishReason::ContextFull, "the KV pool cannot hold this sequence");
-      running_.clear();
-      return true;
-    }
-    auto victim =
-        std::max_element(running_.begin(), running_.end(),
-                         [](const auto& a, const auto& b) { return a->admitted < b->admitted; });
-    Sequence* v = victim->get();
-    preempt(*v);
-    plan.erase(
-        std::remove_if(plan.begin(), plan.end(), [&](const auto& p) { return p.first == v; }),
-        plan.end());
-    waiting_.push_front(std::move(*victim));
-    running_.erase(victim);
+    give_way(shortage, plan);
     i = 0;
   }
-  if (plan.empty()) return true;
+  return true;
+}
 
-  std::vector<SeqBatch> batch;
-  batch.reserve(plan.size());
-  for (auto& [s, n] : plan) {
-    const bool last = s->n_computed + n == static_cast<int64_t>(s->tokens.size()) && !s->completing;
+void Engine::give_way(const Shortage& shortage, StepPlan& plan) {
+  if (shortage.action == Shortage::Action::ReleaseCompleting) {
+    plan.drop_completing();
+    for (auto& c : completing_) release_to_cache(*c);
+    completing_.clear();
+    return;
+  }
+  auto victim = std::find_if(running_.begin(), running_.end(),
+                             [&](const auto& r) { return r->id == shortage.id; });
+  preempt(**victim);
+  plan.drop(shortage.id);
+  waiting_.push_front(std::move(*victim));
+  running_.erase(victim);
+}
+
+std::vector<Engine::Row> Engine::resolve(const StepPlan& plan) {
+  std::vector<Row> rows;
+  rows.reserve(plan.rows.size());
+  for (const StepRow& r : plan.rows) rows.push_back({find(r.id), r.n, r.kind});
+  return rows;
+}
+
+// Runs the batch; false when the forward pass failed (its sequences then finish with the error).
+bool Engine::forward(const std::vector<Row>& rows, std::vector<SeqBatch>& batch) {
+  batch.reserve(rows.size());
+  for (const Row& r : rows) {
+    Sequence* s = r.s;
+    const bool last =
+        s->n_computed + r.n == static_cast<int64_t>(s->tokens.size()) && !s->completing;
     batch.push_back(
-        {std::span(s->tokens).subspan(static_cast<size_t>(s->n_computed), static_cast<size_t>(n)),
+        {std::span(s->tokens).subspan(static_cast<size_t>(s->n_computed), static_cast<size_t>(r.n)),
          s->n_computed, s->blocks, last ? Logits::Last : Logits::None});
     if (!s->scheduled_once) {
       s->scheduled_once = true;
@@ -553,11 +571,10 @@ bool Engine::step() {
           std::chrono::duration<double, std::milli>(Clock::now() - s->submitted).count();
     }
   }
-  std::vector<float>& logits = logits_;
   try {
-    fwd_.forward(batch, kv_.arena(), logits);
+    fwd_.forward(batch, kv_.arena(), logits_);
   } catch (const Error& e) {
-    for (auto& [s, n] : plan) s->cancelled = true;  // finished with an error below
+    for (const Row& r : rows) r.s->cancelled = true;  // finished with an error below
     for (auto& c : completing_)
       for (int32_t b : c->blocks) kv_.release(b);
     completing_.clear();
@@ -569,91 +586,96 @@ bool Engine::step() {
         ++it;
       }
     }
-    return true;
+    return false;
   }
+  return true;
+}
 
+// After the forward pass: the computed tokens count, and the rows with logits sample.
+void Engine::consume(const std::vector<Row>& rows, const std::vector<SeqBatch>& batch) {
   const size_t V = static_cast<size_t>(model_.hparams().n_vocab);
   size_t row = 0;
   std::vector<Sequence*> done;
-  for (size_t i = 0; i < plan.size(); ++i) {
-    Sequence& s = *plan[i].first;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    Sequence& s = *rows[i].s;
     if (s.completing) {
       s.n_computed += 1;
       release_to_cache(s);
       continue;
     }
-    const bool decode = plan[i].second == 1 && s.stats.generated_tokens > 0 &&
-                        s.n_computed + 1 == static_cast<int64_t>(s.tokens.size());
-    s.n_computed += plan[i].second;
-    if (!decode) {
-      s.stats.prefilled_tokens += plan[i].second;
-      totals_.prefilled_tokens += plan[i].second;  // as computed: metrics follow a long prefill
+    s.n_computed += rows[i].n;
+    if (rows[i].kind != StepRow::Kind::Decode) {
+      s.stats.prefilled_tokens += rows[i].n;
+      totals_.prefilled_tokens += rows[i].n;  // as computed: metrics follow a long prefill
     }
     if (batch[i].logits == Logits::None) continue;
-    const std::span<const float> l(logits.data() + row * V, V);
+    const std::span<const float> l(logits_.data() + row * V, V);
     ++row;
     if (s.req.max_tokens == 0) {
       finish(s, FinishReason::Length);
       done.push_back(&s);
-      continue;
+    } else if (sample(s, l)) {
+      done.push_back(&s);
     }
-    if (s.req.on_logits) s.req.on_logits(l);
-    if (s.stats.generated_tokens == 0) s.sampler.set_history(s.tokens);  // the prompt counts
-    const SampleResult r = s.sampler.sample(l);
-    const int32_t id = r.token;
-    s.sampler.accept(id);
-    if (s.stats.generated_tokens == 0) {
-      s.first_token = Clock::now();
-      s.stats.ttft_ms =
-          std::chrono::duration<double, std::milli>(s.first_token - s.submitted).count();
-    }
-    ++s.stats.generated_tokens;
-    s.tokens.push_back(id);
-    const bool eog = s.req.stop_at_eog && tok_.is_eog(id);
-    const std::string emitted = eog ? std::string() : s.detok.push(id);
-    if (s.has_text) {
-      // The text as the client received it (the end-of-turn token as the template writes it):
-      // what a client sends back in the next turn. A token whose bytes are still held back
-      // (an incomplete character) has no text yet; no text match ends there.
-      s.text += eog ? tok_.token_to_piece(id, true) : emitted;
-      s.text_ends.push_back(static_cast<uint32_t>(s.text.size()));
-    }
-    EngineEvent e;
-    e.request_id = s.id;
-    e.token = id;
-    if (s.req.sampling->n_probs > 0) {
-      e.logprob = r.logprob;
-      e.top_logprobs.reserve(r.top_logprobs.size());
-      for (const LogprobEntry& t : r.top_logprobs) e.top_logprobs.push_back({t.token, t.logprob});
-    }
-    if (!eog) e.text = s.stops.push(emitted);
-    s.emit(e);
-    if (eog || s.stops.stopped()) {
-      finish(s, FinishReason::Stop);
-    } else if (s.stats.generated_tokens >= s.req.max_tokens) {
-      finish(s, FinishReason::Length);
-    } else if (static_cast<int64_t>(s.tokens.size()) >= opt_.max_seq_tokens) {
-      finish(s, FinishReason::ContextFull);
-    } else {
-      continue;
-    }
-    done.push_back(&s);
   }
-  completing_.erase(std::remove_if(completing_.begin(), completing_.end(),
-                                   [](const auto& c) { return c->blocks.empty(); }),
-                    completing_.end());
+  retire(done);
+}
+
+// Samples, emits and appends the sequence's next token; true when that finished it.
+bool Engine::sample(Sequence& s, std::span<const float> l) {
+  if (s.req.on_logits) s.req.on_logits(l);
+  if (s.stats.generated_tokens == 0) s.sampler.set_history(s.tokens);  // the prompt counts
+  const SampleResult r = s.sampler.sample(l);
+  const int32_t id = r.token;
+  s.sampler.accept(id);
+  if (s.stats.generated_tokens == 0) {
+    s.first_token = Clock::now();
+    s.stats.ttft_ms =
+        std::chrono::duration<double, std::milli>(s.first_token - s.submitted).count();
+  }
+  ++s.stats.generated_tokens;
+  s.tokens.push_back(id);
+  const bool eog = s.req.stop_at_eog && tok_.is_eog(id);
+  const std::string emitted = eog ? std::string() : s.detok.push(id);
+  if (s.has_text) {
+    // The text as the client received it (the end-of-turn token as the template writes it):
+    // what a client sends back in the next turn. A token whose bytes are still held back
+    // (an incomplete character) has no text yet; no text match ends there.
+    s.text += eog ? tok_.token_to_piece(id, true) : emitted;
+    s.text_ends.push_back(static_cast<uint32_t>(s.text.size()));
+  }
+  EngineEvent e;
+  e.request_id = s.id;
+  e.token = id;
+  if (s.req.sampling->n_probs > 0) {
+    e.logprob = r.logprob;
+    e.top_logprobs.reserve(r.top_logprobs.size());
+    for (const LogprobEntry& t : r.top_logprobs) e.top_logprobs.push_back({t.token, t.logprob});
+  }
+  if (!eog) e.text = s.stops.push(emitted);
+  s.emit(e);
+  if (eog || s.stops.stopped()) {
+    finish(s, FinishReason::Stop);
+  } else if (s.stats.generated_tokens >= s.req.max_tokens) {
+    finish(s, FinishReason::Length);
+  } else if (static_cast<int64_t>(s.tokens.size()) >= opt_.max_seq_tokens) {
+    finish(s, FinishReason::ContextFull);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// Completing replies that cached their last token leave; sequences that finished this step
+// leave the running set, the ones still caching their last token for the completing set.
+void Engine::retire(const std::vector<Sequence*>& done) {
+  std::erase_if(completing_, [](const auto& c) { return c->blocks.empty(); });
   for (auto& r : running_)
     if (r->completing) completing_.push_back(std::move(r));
-  running_.erase(
-      std::remove_if(running_.begin(), running_.end(), [](const auto& r) { return r == nullptr; }),
-      running_.end());
-  running_.erase(std::remove_if(running_.begin(), running_.end(),
-                                [&](const auto& r) {
-                                  return std::find(done.begin(), done.end(), r.get()) != done.end();
-                                }),
-                 running_.end());
-  publish_metrics();
-  return true;
+  std::erase_if(running_, [](const auto& r) { return r == nullptr; });
+  std::erase_if(running_, [&](const auto& r) {
+    return std::find(done.begin(), done.end(), r.get()) != done.end();
+  });
 }
 
 void Engine::publish_metrics() {

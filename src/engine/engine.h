@@ -4,6 +4,8 @@
 // Sequences join and leave between steps; when the pool runs out, the newest running sequence
 // is preempted (its blocks freed, recomputed later — exact, because the forward pass is batch-
 // and chunk-invariant). Cancellation takes effect at the next step boundary.
+// What each step computes is the scheduler's policy (engine/scheduler.h); the engine gives it
+// the facts, applies its plan (blocks, preemption), runs the batch and samples.
 #pragma once
 
 #include <chrono>
@@ -18,7 +20,7 @@
 #include <vector>
 
 #include "engine/request.h"
-#include "engine/step_cost.h"
+#include "engine/scheduler.h"
 #include "kv/block_pool.h"
 #include "kv/disk_tier.h"
 #include "kv/prefix_cache.h"
@@ -95,9 +97,26 @@ class Engine {
 
  private:
   struct Sequence;
+  struct Row;
   using Clock = std::chrono::steady_clock;
 
   void take_inbox();
+  // The pieces of a step, in order.
+  void drop_cancelled();
+  void admit();
+  void prepare_completing();
+  StepPlan plan_step();
+  bool allocate(StepPlan& plan);
+  void give_way(const Shortage& shortage, StepPlan& plan);
+  std::vector<Row> resolve(const StepPlan& plan);
+  bool forward(const std::vector<Row>& rows, std::vector<SeqBatch>& batch);
+  void consume(const std::vector<Row>& rows, const std::vector<SeqBatch>& batch);
+  bool sample(Sequence& s, std::span<const float> logits);
+  void retire(const std::vector<Sequence*>& done);
+  static SeqFacts facts(const Sequence& s);
+  std::vector<SeqFacts> running_facts() const;
+  Sequence* find(int64_t id);
+
   void finish(Sequence& s, FinishReason reason, const std::string& error = "");
   void preempt(Sequence& s);
   bool continues_completing(const Sequence& s) const;
@@ -113,7 +132,7 @@ class Engine {
   const Tokenizer& tok_;
   VocabAccess vocab_access_;  // what samplers need of the vocabulary
   EngineOptions opt_;
-  StepCost cost_;
+  Scheduler sched_;
   BatchForward fwd_;
   std::vector<float> logits_;  // the last step's logits, reused: no allocation per step
   BlockPool kv_;
@@ -131,7 +150,6 @@ class Engine {
   std::vector<std::unique_ptr<Sequence>> running_;
   std::vector<std::unique_ptr<Sequence>> completing_;  // finished, last token still to cache
   int64_t admit_counter_ = 0;
-  bool reserve_skipped_ = false;  // the oldest prefill gave up its share last step
 
   std::thread thread_;
   bool stop_ = false;
