@@ -15,9 +15,9 @@
 #include "engine/engine.h"
 #include "model/forward.h"
 #include "model/weights.h"
-#include "ops/compute_peak.h"
 #include "ops/cpu_features.h"
-#include "ops/membw.h"
+#include "tools/compute_peak.h"
+#include "tools/membw.h"
 #include "util/error.h"
 
 namespace hearth::cli {
@@ -104,12 +104,12 @@ void bench_engine(const BenchOptions& o, const Model& model, const Tokenizer& to
 int bench(const BenchOptions& o) {
   ops::ThreadPool pool(o.threads);
   double bw = 0;
-  ops::ComputePeak peak;
+  tools::ComputePeak peak;
   if (o.membw || o.membw_only) {
-    bw = ops::measure_read_bandwidth(pool);
+    bw = tools::measure_read_bandwidth(pool);
     fmt::print("memory read bandwidth ({} threads): {:.1f} GB/s\n", o.threads, bw / 1e9);
     if (o.membw_only) return 0;
-    peak = ops::measure_compute_peak(pool);
+    peak = tools::measure_compute_peak(pool);
     if (peak.f32 > 0)
       fmt::print(
           "compute peak ({} threads, kernel steps from registers): f32 FMA {:.0f} GFLOP/s | "
@@ -144,7 +144,7 @@ int bench(const BenchOptions& o) {
   using Clock = std::chrono::steady_clock;
   // Prefill against the step of the FFN's weight type, which holds most of the arithmetic.
   const double roof =
-      ops::compute_peak_for(peak, model->weights().layers.front().w_gate.type) / 1e9;
+      tools::compute_peak_for(peak, model->weights().layers.front().w_gate.type) / 1e9;
   for (int64_t depth : o.depth)
     for (int64_t blk : o.kv_block) {
       const int64_t max_need = depth +
