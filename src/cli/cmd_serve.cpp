@@ -15,9 +15,9 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "download/downloader.h"
 #include "engine/engine.h"
 #include "model/weights.h"
-#include "server/downloader.h"
 #include "server/server.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -115,7 +115,7 @@ int serve(ServeOptions o) {
   std::unique_ptr<ops::ThreadPool> pool;
   std::unique_ptr<Engine> engine;
   try {
-    if (o.model.empty()) o.model = server::default_model_path();  // pulls on first use
+    if (o.model.empty()) o.model = download::default_model_path();  // pulls on first use
     std::fprintf(stderr, "hearth: listening on http://%s:%d (loading %s)\n", o.http.host.c_str(),
                  port, o.model.c_str());
     model = Model::load(o.model);
@@ -173,7 +173,7 @@ void add_serve(CLI::App& app, Context& ctx) {
   CLI::App* cmd = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API");
   cmd->add_option("-m,--model", o->model,
                   "GGUF model file (default: $HEARTH_MODEL, else " +
-                      std::string(server::kDefaultModelSpec) + ", pulled on first use)");
+                      std::string(download::kDefaultModelSpec) + ", pulled on first use)");
   cmd->add_option("--alias", o->alias, "Model name to list and accept (default: the file name)");
   cmd->add_option("--host", o->http.host, "Address to bind")->capture_default_str();
   cmd->add_option("--port", o->http.port, "Port (0: any free port)")

@@ -8,11 +8,11 @@
 #include <thread>
 
 #include "common/shared_data.h"
-#include "server/downloader.h"
-#include "util/sha256.h"
+#include "download/downloader.h"
 #include "util/error.h"
+#include "util/sha256.h"
 
-namespace hearth::server {
+namespace hearth::download {
 namespace {
 
 namespace fs = std::filesystem;
@@ -158,4 +158,4 @@ TEST(Pull, MissingFileAndUnreachableEndpointFailClearly) {
 }
 
 }  // namespace
-}  // namespace hearth::server
+}  // namespace hearth::download
