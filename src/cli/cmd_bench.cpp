@@ -12,12 +12,12 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/runtime.h"
 #include "engine/engine.h"
 #include "model/forward.h"
-#include "model/weights.h"
-#include "ops/compute_peak.h"
 #include "ops/cpu_features.h"
-#include "ops/membw.h"
+#include "tools/compute_peak.h"
+#include "tools/membw.h"
 #include "util/error.h"
 
 namespace hearth::cli {
@@ -102,14 +102,15 @@ void bench_engine(const BenchOptions& o, const Model& model, const Tokenizer& to
                   ops::ThreadPool& pool, TensorType kv);
 
 int bench(const BenchOptions& o) {
-  ops::ThreadPool pool(o.threads);
+  Runtime rt(o.threads);
+  ops::ThreadPool& pool = rt.pool();
   double bw = 0;
-  ops::ComputePeak peak;
+  tools::ComputePeak peak;
   if (o.membw || o.membw_only) {
-    bw = ops::measure_read_bandwidth(pool);
+    bw = tools::measure_read_bandwidth(pool);
     fmt::print("memory read bandwidth ({} threads): {:.1f} GB/s\n", o.threads, bw / 1e9);
     if (o.membw_only) return 0;
-    peak = ops::measure_compute_peak(pool);
+    peak = tools::measure_compute_peak(pool);
     if (peak.f32 > 0)
       fmt::print(
           "compute peak ({} threads, kernel steps from registers): f32 FMA {:.0f} GFLOP/s | "
@@ -121,19 +122,19 @@ int bench(const BenchOptions& o) {
               : "");
   }
   if (o.model.empty()) fail("bench needs -m MODEL (or --membw-only)");
-  auto model = Model::load(o.model);
-  const HParams& hp = model->hparams();
+  rt.load(o.model);
+  const Model& model = rt.model();
+  const HParams& hp = model.hparams();
   const TensorType kv = kv_type_option(o.kv_type);
-  const double wbytes = weight_bytes_per_token(*model);
+  const double wbytes = weight_bytes_per_token(model);
   fmt::print("model: {} | {} | {:.1f} MiB weights | simd: {} ({}) | kv: {}\n", o.model,
-             hp.summary(), static_cast<double>(model->weight_bytes()) / (1 << 20),
+             hp.summary(), static_cast<double>(model.weight_bytes()) / (1 << 20),
              ops::simd_level_name(ops::simd_level()), ops::cpu_features().summary(), type_name(kv));
   const size_t kv_token_bytes =
       2 * kv_layout_for(hp, kv, 32).token_bytes() * static_cast<size_t>(hp.n_layer);
   fmt::print("kv bytes per token: {} ({})\n", kv_token_bytes, type_name(kv));
   if (!o.concurrency.empty() || o.long_prompt > 0) {
-    Tokenizer tok = Tokenizer::from_gguf(model->file());
-    bench_engine(o, *model, tok, pool, kv);
+    bench_engine(o, model, rt.tokenizer(), pool, kv);
     return 0;
   }
 
@@ -144,7 +145,7 @@ int bench(const BenchOptions& o) {
   using Clock = std::chrono::steady_clock;
   // Prefill against the step of the FFN's weight type, which holds most of the arithmetic.
   const double roof =
-      ops::compute_peak_for(peak, model->weights().layers.front().w_gate.type) / 1e9;
+      tools::compute_peak_for(peak, model.weights().layers.front().w_gate.type) / 1e9;
   for (int64_t depth : o.depth)
     for (int64_t blk : o.kv_block) {
       const int64_t max_need = depth +
@@ -161,7 +162,7 @@ int bench(const BenchOptions& o) {
         std::vector<double> rates;
         const std::vector<int32_t> toks = random_tokens(np, hp.n_vocab, 2);
         for (int r = 0; r < o.reps + 1; ++r) {  // first run warms up
-          Forward f(*model, fo, pool);
+          Forward f(model, fo, pool);
           if (depth > 0) f.eval(prefix);
           const auto t0 = Clock::now();
           f.eval(toks);
@@ -169,9 +170,9 @@ int bench(const BenchOptions& o) {
           if (r > 0) rates.push_back(static_cast<double>(np) / s);
         }
         const Stats st = stats(rates);
-        const double ops = matmul_ops_per_token(*model, false) * static_cast<double>(np) +
-                           matmul_ops_per_token(*model, true) -
-                           matmul_ops_per_token(*model, false) + attention_ops(hp, depth, np);
+        const double ops = matmul_ops_per_token(model, false) * static_cast<double>(np) +
+                           matmul_ops_per_token(model, true) - matmul_ops_per_token(model, false) +
+                           attention_ops(hp, depth, np);
         const double gops = ops / (static_cast<double>(np) / st.mean) / 1e9;
         fmt::print("| {:>7} | {:>7} | {:>5} | {:>6} | {:>8.2f} ± {:<5.2f} | {:>12} | {:>18} |\n",
                    fmt::format("pp{}", np), depth, o.threads, blk, st.mean, st.sd, "",
@@ -182,7 +183,7 @@ int bench(const BenchOptions& o) {
         if (ng <= 0) continue;
         std::vector<double> rates;
         for (int r = 0; r < o.reps + 1; ++r) {
-          Forward f(*model, fo, pool);
+          Forward f(model, fo, pool);
           if (depth > 0) f.eval(prefix);
           int32_t tok = 1;
           const auto t0 = Clock::now();

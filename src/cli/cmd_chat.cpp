@@ -7,9 +7,7 @@
 
 #include "chat/chat_formatter.h"
 #include "cli/commands.h"
-#include "engine/engine.h"
-#include "model/weights.h"
-#include "tokenizer/tokenizer.h"
+#include "cli/runtime.h"
 #include "util/error.h"
 
 namespace hearth::cli {
@@ -35,11 +33,11 @@ void write_out(std::FILE* f, const std::string& s) {
 }
 
 int run_chat(const ChatOptions& o) {
-  auto model = Model::load(o.model);
-  Tokenizer tok = Tokenizer::from_gguf(model->file());
+  Runtime rt(o.model, o.threads);
+  const Tokenizer& tok = rt.tokenizer();
   const std::string bos = tok.bos() != kNoToken ? tok.token_to_piece(tok.bos(), true) : "";
   const std::string eos = tok.eos() != kNoToken ? tok.token_to_piece(tok.eos(), true) : "";
-  chat::ChatFormatter formatter(model->file().get_string("tokenizer.chat_template"), bos, eos);
+  chat::ChatFormatter formatter(rt.model().file().get_string("tokenizer.chat_template"), bos, eos);
   json kwargs = nullptr;
   if (!o.kwargs.empty()) {
     kwargs = json::parse(o.kwargs, nullptr, false);
@@ -47,13 +45,11 @@ int run_chat(const ChatOptions& o) {
       fail("--kwargs '{}': expected a JSON object", o.kwargs);
   }
 
-  const int64_t n_ctx =
-      o.n_ctx > 0 ? o.n_ctx : std::min<int64_t>(model->hparams().n_ctx_train, 4096);
-  ops::ThreadPool pool(o.threads);
+  const int64_t n_ctx = rt.context(o.n_ctx);
   EngineOptions eo;
   eo.max_running = 1;
   eo.max_seq_tokens = n_ctx;
-  Engine engine(*model, tok, eo, pool);
+  Engine& engine = rt.make_engine(eo);
   uint64_t seed = o.seed >= 0 ? static_cast<uint64_t>(o.seed) : std::random_device{}();
 
   json messages = json::array();

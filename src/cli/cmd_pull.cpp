@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
-#include "server/downloader.h"
+#include "download/downloader.h"
 
 namespace hearth::cli {
 
@@ -23,11 +23,11 @@ void add_pull(CLI::App& app, Context& ctx) {
   cmd->add_option("--revision", o->revision, "Branch, tag or commit")->capture_default_str();
   cmd->add_option("--sha256", o->sha256, "Expected SHA-256 of the file");
   cmd->callback([&ctx, o] {
-    server::PullOptions po;
+    download::PullOptions po;
     po.model_dir = o->dir;
     po.revision = o->revision;
     po.expect_sha256 = o->sha256;
-    const std::string path = server::pull(server::parse_pull_spec(o->spec), po);
+    const std::string path = download::pull(download::parse_pull_spec(o->spec), po);
     std::printf("%s\n", path.c_str());
     ctx.exit_code = 0;
   });

@@ -7,13 +7,11 @@
 #include <random>
 
 #include "cli/commands.h"
+#include "cli/runtime.h"
 #include "cli/sampler_options.h"
-#include "engine/engine.h"
 #include "model/reference_forward.h"
-#include "model/weights.h"
 #include "sampling/sampler.h"
 #include "tokenizer/detokenizer.h"
-#include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/system.h"
 
@@ -44,9 +42,9 @@ void write_out(const std::string& s) {
 int run(const RunOptions& o) {
   using Clock = std::chrono::steady_clock;
   auto t_load = Clock::now();
-  auto model = Model::load(o.model);
-  Tokenizer tok = Tokenizer::from_gguf(model->file());
-  const HParams& hp = model->hparams();
+  Runtime rt(o.model, o.threads);
+  const Tokenizer& tok = rt.tokenizer();
+  const HParams& hp = rt.hparams();
 
   std::string prompt = o.prompt;
   if (!o.prompt_file.empty()) {
@@ -62,7 +60,7 @@ int run(const RunOptions& o) {
   if (ids.empty())
     fail("the prompt is empty and this vocabulary adds no BOS token: nothing to condition on");
 
-  const int64_t n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min<int64_t>(hp.n_ctx_train, 4096);
+  const int64_t n_ctx = rt.context(o.n_ctx);
   if (static_cast<int64_t>(ids.size()) >= n_ctx)
     fail("the prompt has {} tokens, which does not fit the context of {} (use --ctx)", ids.size(),
          n_ctx);
@@ -82,7 +80,7 @@ int run(const RunOptions& o) {
   double ttft_ms = 0;
   if (o.reference) {
     // The plain f32 oracle, token by token.
-    ReferenceForward fwd(*model, n_ctx);
+    ReferenceForward fwd(rt.model(), n_ctx);
     Sampler sampler(sampling, vocab);
     sampler.set_history(ids);
     StreamingDetokenizer detok = tok.streaming_detokenizer();
@@ -108,13 +106,12 @@ int run(const RunOptions& o) {
     write_out(detok.flush());
   } else {
     // The engine, as the server uses it, with one request.
-    ops::ThreadPool pool(o.threads);
     EngineOptions eo;
     eo.max_running = 1;
     eo.max_seq_tokens = n_ctx;
     eo.kv_type = kv;
     if (!o.kv_mem.empty()) eo.kv_bytes = size_option("--kv-mem", o.kv_mem);
-    Engine engine(*model, tok, eo, pool);
+    Engine& engine = rt.make_engine(eo);
     GenerationRequest req;
     req.prompt = ids;
     req.sampling = sampling;

@@ -15,11 +15,9 @@
 #include <thread>
 
 #include "cli/commands.h"
-#include "engine/engine.h"
-#include "model/weights.h"
-#include "server/downloader.h"
+#include "cli/runtime.h"
+#include "download/downloader.h"
 #include "server/server.h"
-#include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/system.h"
 
@@ -110,18 +108,13 @@ int serve(ServeOptions o) {
   const int port = srv.bind();
   std::thread http([&] { srv.run(); });
 
-  std::unique_ptr<Model> model;
-  std::unique_ptr<Tokenizer> tok;
-  std::unique_ptr<ops::ThreadPool> pool;
-  std::unique_ptr<Engine> engine;
+  std::unique_ptr<Runtime> rt;
   try {
-    if (o.model.empty()) o.model = server::default_model_path();  // pulls on first use
+    if (o.model.empty()) o.model = download::default_model_path();  // pulls on first use
     std::fprintf(stderr, "hearth: listening on http://%s:%d (loading %s)\n", o.http.host.c_str(),
                  port, o.model.c_str());
-    model = Model::load(o.model);
-    tok = std::make_unique<Tokenizer>(Tokenizer::from_gguf(model->file()));
-    const int64_t n_ctx =
-        o.n_ctx > 0 ? o.n_ctx : std::min<int64_t>(model->hparams().n_ctx_train, 4096);
+    rt = std::make_unique<Runtime>(o.model, o.threads);
+    const int64_t n_ctx = rt->context(o.n_ctx);
     EngineOptions eo;
     eo.max_running = o.parallel;
     eo.max_queued = o.max_queued;
@@ -131,16 +124,14 @@ int serve(ServeOptions o) {
     eo.prefix_cache = !o.no_cache;
     eo.cache_dir = o.cache_dir;
     eo.cache_disk_max = size_option("--cache-disk-max", o.cache_disk_max);
-    pool = std::make_unique<ops::ThreadPool>(o.threads);
-    engine = std::make_unique<Engine>(*model, *tok, eo, *pool);
-    engine->start();
+    rt->make_engine(eo).start();
     server::ModelInfo info;
     const std::filesystem::path path(o.model);
     info.id = o.alias.empty() ? path.filename().string() : o.alias;
     info.aliases = {o.model, path.filename().string(), path.stem().string()};
     info.n_ctx = n_ctx;
-    info.chat_template = model->file().get_string("tokenizer.chat_template");
-    srv.set_backend(*tok, *engine, info);
+    info.chat_template = rt->model().file().get_string("tokenizer.chat_template");
+    srv.set_backend(rt->tokenizer(), rt->engine(), info);
     std::fprintf(stderr, "hearth: ready: model '%s', context %lld, %d parallel\n", info.id.c_str(),
                  static_cast<long long>(n_ctx), o.parallel);
   } catch (const std::exception& e) {
@@ -161,8 +152,8 @@ int serve(ServeOptions o) {
   std::fprintf(stderr, "hearth: %s: shutting down (grace %d ms)\n", Signals::name(sig), o.grace_ms);
   srv.shutdown(std::chrono::milliseconds(o.grace_ms));
   http.join();
-  engine->stop();
-  engine.reset();  // writes the prefix cache's blocks to the disk tier (--cache-dir)
+  rt->engine().stop();
+  rt.reset();  // the engine writes the prefix cache's blocks to the disk tier (--cache-dir)
   return 0;
 }
 
@@ -173,7 +164,7 @@ void add_serve(CLI::App& app, Context& ctx) {
   CLI::App* cmd = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API");
   cmd->add_option("-m,--model", o->model,
                   "GGUF model file (default: $HEARTH_MODEL, else " +
-                      std::string(server::kDefaultModelSpec) + ", pulled on first use)");
+                      std::string(download::kDefaultModelSpec) + ", pulled on first use)");
   cmd->add_option("--alias", o->alias, "Model name to list and accept (default: the file name)");
   cmd->add_option("--host", o->http.host, "Address to bind")->capture_default_str();
   cmd->add_option("--port", o->http.port, "Port (0: any free port)")

@@ -2,7 +2,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
-#include "model/synth.h"
+#include "tools/synth.h"
 #include "util/error.h"
 
 namespace hearth::cli {

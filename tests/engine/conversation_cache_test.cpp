@@ -14,7 +14,7 @@
 
 #include "common/shared_data.h"
 #include "engine/engine.h"
-#include "model/synth.h"
+#include "tools/synth.h"
 
 namespace hearth {
 namespace {

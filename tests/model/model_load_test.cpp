@@ -1,5 +1,5 @@
-// Loading: hyperparameters from metadata, clear errors for what hearth cannot run, and synth
-// output that loads back and computes.
+// Loading: hyperparameters from metadata, clear errors for what hearth cannot run, and the
+// repacked matrices of the SIMD kernels. (`hearth synth`'s output: tests/tools/synth_test.cpp.)
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -9,11 +9,11 @@
 #include <filesystem>
 
 #include "common/shared_data.h"
+#include "common/temp_dir.h"
 #include "gguf/reader.h"
 #include "gguf/writer.h"
 #include "model/forward.h"
 #include "model/reference_forward.h"
-#include "model/synth.h"
 #include "model/tensor_names.h"
 #include "model/weights.h"
 #include "ops/cpu_features.h"
@@ -23,22 +23,7 @@
 namespace hearth {
 namespace {
 
-namespace fs = std::filesystem;
-
-class TempDir {
- public:
-  TempDir() {
-    path_ = fs::temp_directory_path() /
-            ("hearth-model-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++));
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-  static inline int counter_ = 0;
-};
+using test::TempDir;
 
 std::string expect_load_error(const std::string& path) {
   try {
@@ -181,166 +166,6 @@ TEST(ModelLoad, RopeScalingMetadata) {
   EXPECT_FLOAT_EQ(m->hparams().rope_freq_scale, 0.25f);
   EXPECT_EQ(m->hparams().rope_orig_ctx, 16);
   EXPECT_FLOAT_EQ(m->hparams().yarn_ext_factor, 1.0f);
-}
-
-class SynthRoundTrip : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
-
-TEST_P(SynthRoundTrip, WritesLoadsAndComputes) {
-  HEARTH_SHARED_OR_SKIP(vocab, "models/stories260K.gguf");
-  const auto& [preset, type] = GetParam();
-  TempDir dir;
-  SynthSpec s = *synth_preset(preset);
-  s.vocab_path = vocab;
-  s.weight_type = *type_from_name(type);
-  if (s.weight_type != TensorType::F32 && traits(s.weight_type).block_elems == 256) {
-    s.hp.n_embd = 256;  // K-quant rows are 256-element super-blocks
-    s.hp.n_ff = 512;
-    s.hp.head_dim = s.hp.n_rot = 64;
-  }
-  const std::string a = dir.file("a.gguf"), b = dir.file("b.gguf");
-  const uint64_t size = write_synthetic_model(s, a);
-  EXPECT_EQ(size, fs::file_size(a));
-  write_synthetic_model(s, b);
-  EXPECT_EQ(test::read_file(a), test::read_file(b)) << "synth is not deterministic";
-
-  auto m = Model::load(a);
-  EXPECT_EQ(m->hparams().arch, s.hp.arch);
-  EXPECT_EQ(m->hparams().n_vocab, 512);
-  EXPECT_EQ(m->file().get_array("tokenizer.ggml.tokens")->array_size(), 512u);
-  EXPECT_EQ(m->weights().layers[0].wq.type, s.weight_type);
-  ReferenceForward f(*m, 32);
-  std::vector<int32_t> ids = {1, 300, 400, 500};
-  auto logits = f.eval(ids);
-  float lo = logits[0], hi = logits[0];
-  for (float x : logits) {
-    ASSERT_TRUE(std::isfinite(x));
-    lo = std::min(lo, x);
-    hi = std::max(hi, x);
-  }
-  EXPECT_GT(hi - lo, 0.1f) << "logits are flat: weights were not randomised";
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    PresetsAndTypes, SynthRoundTrip,
-    ::testing::Values(std::make_tuple("tiny-llama", "F32"), std::make_tuple("tiny-qwen2", "Q8_0"),
-                      std::make_tuple("tiny-qwen3", "Q4_K"), std::make_tuple("tiny-llama", "Q6_K"),
-                      std::make_tuple("tiny-qwen3", "F16"), std::make_tuple("tiny-qwen2", "BF16"),
-                      std::make_tuple("tiny-llama", "Q4_0"), std::make_tuple("tiny-qwen3", "Q5_K")),
-    [](const auto& info) {
-      std::string n = std::get<0>(info.param) + "_" + std::get<1>(info.param);
-      for (char& ch : n)
-        if (ch == '-' || ch == '.') ch = '_';
-      return n;
-    });
-
-TEST(Synth, RejectsUnknownVocabAndBadShapes) {
-  SynthSpec s = *synth_preset("tiny-llama");
-  EXPECT_THROW(write_synthetic_model(s, "/nonexistent/x.gguf"), Error);  // no vocab
-  s.vocab_path = "/nonexistent/vocab.gguf";
-  EXPECT_THROW(write_synthetic_model(s, "/tmp/x.gguf"), Error);
-  EXPECT_FALSE(synth_preset("no-such-model").has_value());
-  for (const std::string& name : synth_preset_names())
-    EXPECT_TRUE(synth_preset(name).has_value()) << name;
-}
-
-// llama.cpp's Q4_K_M rule written out for an 8-block model: Q6_K for the output matrix
-// (token_embd when tied) and for attn_v / ffn_down of blocks 0, 3, 6 and 7 (use_more_bits: the
-// first and last eighth, then (i - 1) % 3 == 2), Q4_K for every other matrix.
-TensorType expected_q4_k_m(const std::string& name, bool tied) {
-  if (name == "output.weight" || (tied && name == "token_embd.weight")) return TensorType::Q6_K;
-  for (int64_t l : {0, 3, 6, 7})
-    if (name == layer_tensor(l, "attn_v.weight") || name == layer_tensor(l, "ffn_down.weight"))
-      return TensorType::Q6_K;
-  return TensorType::Q4_K;
-}
-
-class SynthQ4KM : public ::testing::TestWithParam<bool> {};
-
-TEST_P(SynthQ4KM, FollowsLlamaCppRuleLoadsAndComputes) {
-  HEARTH_SHARED_OR_SKIP(vocab, "models/stories260K.gguf");
-  const bool tied = GetParam();
-  TempDir dir;
-  SynthSpec s = *synth_preset("tiny-qwen3");
-  s.vocab_path = vocab;
-  s.tied_output = tied;
-  s.hp.n_embd = 256;  // K-quant rows are 256-element super-blocks
-  s.hp.n_ff = 512;
-  s.hp.head_dim = s.hp.n_rot = 64;
-  s.hp.n_layer = 8;
-  set_synth_type(s, "q4_k_m");
-  EXPECT_EQ(synth_type_name(s), "Q4_K_M");
-  const std::string path = dir.file("q4_k_m.gguf");
-  write_synthetic_model(s, path);
-
-  const gguf::File f = gguf::File::open(path);
-  EXPECT_EQ(f.find_tensor("output.weight") == nullptr, tied);
-  int matrices = 0, q6_k = 0;
-  for (const gguf::TensorInfo& t : f.tensors()) {
-    if (t.n_dims == 1) {
-      EXPECT_EQ(t.type, TensorType::F32) << t.name;
-      continue;
-    }
-    ++matrices;
-    q6_k += t.type == TensorType::Q6_K;
-    EXPECT_EQ(t.type, expected_q4_k_m(t.name, tied)) << t.name;
-  }
-  EXPECT_EQ(matrices, 8 * 7 + (tied ? 1 : 2));
-  EXPECT_EQ(q6_k, 4 * 2 + 1);  // attn_v and ffn_down of 4 blocks, the output matrix
-
-  auto m = Model::load(path);
-  const ModelWeights& w = m->weights();
-  EXPECT_EQ(w.output.type, TensorType::Q6_K);
-  EXPECT_EQ(w.token_embd.type, tied ? TensorType::Q6_K : TensorType::Q4_K);
-  EXPECT_EQ(w.layers[0].wv.type, TensorType::Q6_K);
-  EXPECT_EQ(w.layers[3].w_down.type, TensorType::Q6_K);
-  EXPECT_EQ(w.layers[1].wv.type, TensorType::Q4_K);
-  EXPECT_EQ(w.layers[1].w_down.type, TensorType::Q4_K);
-  EXPECT_EQ(w.layers[1].wq.type, TensorType::Q4_K);
-
-  const std::vector<int32_t> ids = {1, 300, 400, 500};
-  ReferenceForward r(*m, 32);
-  const std::vector<float> ref = r.eval(ids);
-  ops::ThreadPool pool(2);
-  ForwardOptions fo;
-  fo.n_ctx = 32;
-  Forward fwd(*m, fo, pool);
-  const std::vector<float> logits = fwd.eval(ids);
-  ASSERT_EQ(logits.size(), ref.size());
-  float lo = ref[0], hi = ref[0];
-  for (size_t i = 0; i < ref.size(); ++i) {
-    ASSERT_TRUE(std::isfinite(ref[i])) << i;
-    ASSERT_TRUE(std::isfinite(logits[i])) << i;
-    EXPECT_NEAR(logits[i], ref[i], 0.25) << i;  // activation quantization
-    lo = std::min(lo, ref[i]);
-    hi = std::max(hi, ref[i]);
-  }
-  EXPECT_GT(hi - lo, 0.1f) << "logits are flat: weights were not randomised";
-}
-
-INSTANTIATE_TEST_SUITE_P(TiedAndUntied, SynthQ4KM, ::testing::Bool(),
-                         [](const auto& info) { return info.param ? "Tied" : "Untied"; });
-
-TEST(Synth, TypeNamesAndMixtures) {
-  SynthSpec s = *synth_preset("tiny-llama");
-  set_synth_type(s, "Q4_K_M");
-  EXPECT_EQ(s.mixture, SynthMixture::Q4_K_M);
-  EXPECT_EQ(s.weight_type, TensorType::Q4_K);
-  set_synth_type(s, "q8_0");  // a single type replaces the mixture
-  EXPECT_EQ(s.mixture, SynthMixture::None);
-  EXPECT_EQ(s.weight_type, TensorType::Q8_0);
-  EXPECT_EQ(synth_type_name(s), "Q8_0");
-  for (const char* bad : {"Q4_K_X", "", "IQ2_XXS", "Q4_K_S"}) {
-    try {
-      set_synth_type(s, bad);
-      ADD_FAILURE() << "expected an Error for --type '" << bad << "'";
-    } catch (const Error& e) {
-      const std::string what = e.what();
-      EXPECT_NE(what.find(std::string("'") + bad + "'"), std::string::npos) << what;
-      EXPECT_NE(what.find("Q4_K_M"), std::string::npos) << what;
-      EXPECT_NE(what.find("Q6_K"), std::string::npos) << what;
-    }
-    EXPECT_EQ(s.weight_type, TensorType::Q8_0) << "a rejected --type changed the spec";
-  }
 }
 
 }  // namespace

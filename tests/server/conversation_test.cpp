@@ -11,8 +11,8 @@
 #include <thread>
 
 #include "common/shared_data.h"
-#include "model/synth.h"
 #include "server_fixture.h"
+#include "tools/synth.h"
 
 namespace hearth::server {
 namespace {

@@ -3,10 +3,10 @@
 
 #include <cstdint>
 
-#include "ops/avx2/compute_peak_steps.h"
-#include "ops/compute_peak_kernels.h"
+#include "tools/avx2/compute_peak_steps.h"
+#include "tools/compute_peak_kernels.h"
 
-namespace hearth::ops::detail::avxvnni {
+namespace hearth::tools::detail::avxvnni {
 
 // As PQ8<DotVnni>: sign(a, w) and one vpdpbusd per token.
 double peak_s8s8(int64_t iters) {
@@ -22,4 +22,4 @@ double peak_u8s8(int64_t iters) {
   });
 }
 
-}  // namespace hearth::ops::detail::avxvnni
+}  // namespace hearth::tools::detail::avxvnni

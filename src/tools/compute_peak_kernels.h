@@ -4,17 +4,17 @@
 
 #include <cstdint>
 
-namespace hearth::ops::detail::avx2 {
+namespace hearth::tools::detail::avx2 {
 
 double peak_f32_fma(int64_t iters);
 double peak_s8s8(int64_t iters);
 double peak_u8s8(int64_t iters);
 
-}  // namespace hearth::ops::detail::avx2
+}  // namespace hearth::tools::detail::avx2
 
-namespace hearth::ops::detail::avxvnni {
+namespace hearth::tools::detail::avxvnni {
 
 double peak_s8s8(int64_t iters);
 double peak_u8s8(int64_t iters);
 
-}  // namespace hearth::ops::detail::avxvnni
+}  // namespace hearth::tools::detail::avxvnni

@@ -5,10 +5,10 @@
 
 #include "ops/thread_pool.h"
 
-namespace hearth::ops {
+namespace hearth::tools {
 
 // Best-of-`reps` read bandwidth in bytes/s over a `bytes`-sized buffer (much larger than the
 // caches), read by every thread of `pool` in parallel.
-double measure_read_bandwidth(ThreadPool& pool, size_t bytes = size_t{1} << 30, int reps = 5);
+double measure_read_bandwidth(ops::ThreadPool& pool, size_t bytes = size_t{1} << 30, int reps = 5);
 
-}  // namespace hearth::ops
+}  // namespace hearth::tools

@@ -8,11 +8,11 @@
 #include <thread>
 
 #include "common/shared_data.h"
-#include "server/downloader.h"
-#include "util/sha256.h"
+#include "download/downloader.h"
 #include "util/error.h"
+#include "util/sha256.h"
 
-namespace hearth::server {
+namespace hearth::download {
 namespace {
 
 namespace fs = std::filesystem;
@@ -56,6 +56,25 @@ std::string temp_dir(const char* name) {
   return p.string();
 }
 
+// Options that pull from the fixture into a fresh folder named after `name`.
+PullOptions options_for(const Fixture& f, const char* name) {
+  PullOptions o;
+  o.endpoint = f.endpoint();
+  o.model_dir = temp_dir(name);
+  return o;
+}
+
+// The message of the Error a pull throws ("" and a failure when it succeeds).
+std::string pull_error(const PullSpec& spec, const PullOptions& o) {
+  try {
+    pull(spec, o);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no error";
+  return "";
+}
+
 std::string gguf_bytes() {
   if (test::shared_exists("models/stories260K.gguf"))
     return test::read_file(test::shared_path("models/stories260K.gguf"));
@@ -76,9 +95,7 @@ TEST(PullSpec, Parsing) {
 
 TEST(Pull, DownloadsVerifiesAndPicksAGguf) {
   Fixture f(gguf_bytes());
-  PullOptions o;
-  o.endpoint = f.endpoint();
-  o.model_dir = temp_dir("full");
+  PullOptions o = options_for(f, "full");
   uint64_t last = 0;
   o.progress = [&](uint64_t done, uint64_t total) {
     EXPECT_EQ(total, f.content.size());
@@ -97,9 +114,7 @@ TEST(Pull, DownloadsVerifiesAndPicksAGguf) {
 
 TEST(Pull, ResumesFromAPartialFile) {
   Fixture f(gguf_bytes());
-  PullOptions o;
-  o.endpoint = f.endpoint();
-  o.model_dir = temp_dir("resume");
+  PullOptions o = options_for(f, "resume");
   const PullSpec spec = parse_pull_spec("acme/tiny/tiny-f32.gguf");
   const std::string dest = local_path(spec, o.model_dir);
   fs::create_directories(fs::path(dest).parent_path());
@@ -121,16 +136,10 @@ TEST(Pull, ResumesFromAPartialFile) {
 TEST(Pull, WrongHashIsAnErrorAndNothingIsKept) {
   Fixture f(gguf_bytes());
   f.advertised_sha = std::string(64, 'a');
-  PullOptions o;
-  o.endpoint = f.endpoint();
-  o.model_dir = temp_dir("badhash");
+  PullOptions o = options_for(f, "badhash");
   const PullSpec spec = parse_pull_spec("acme/tiny/tiny-f32.gguf");
-  try {
-    pull(spec, o);
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("SHA-256"), std::string::npos) << e.what();
-  }
+  const std::string error = pull_error(spec, o);
+  EXPECT_NE(error.find("SHA-256"), std::string::npos) << error;
   EXPECT_FALSE(fs::exists(local_path(spec, o.model_dir)));
   EXPECT_FALSE(fs::exists(local_path(spec, o.model_dir) + ".part"));
   fs::remove_all(o.model_dir);
@@ -138,24 +147,14 @@ TEST(Pull, WrongHashIsAnErrorAndNothingIsKept) {
 
 TEST(Pull, MissingFileAndUnreachableEndpointFailClearly) {
   Fixture f(gguf_bytes());
-  PullOptions o;
-  o.endpoint = f.endpoint();
-  o.model_dir = temp_dir("missing");
-  try {
-    pull(parse_pull_spec("acme/tiny/nope.gguf"), o);
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("404"), std::string::npos) << e.what();
-  }
+  PullOptions o = options_for(f, "missing");
+  const std::string missing = pull_error(parse_pull_spec("acme/tiny/nope.gguf"), o);
+  EXPECT_NE(missing.find("404"), std::string::npos) << missing;
   o.endpoint = "http://127.0.0.1:1";  // nothing listens there
-  try {
-    pull(parse_pull_spec("acme/tiny/tiny-f32.gguf"), o);
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("cannot reach"), std::string::npos) << e.what();
-  }
+  const std::string unreachable = pull_error(parse_pull_spec("acme/tiny/tiny-f32.gguf"), o);
+  EXPECT_NE(unreachable.find("cannot reach"), std::string::npos) << unreachable;
   fs::remove_all(o.model_dir);
 }
 
 }  // namespace
-}  // namespace hearth::server
+}  // namespace hearth::download

@@ -1,4 +1,4 @@
-#include "server/downloader.h"
+#include "download/downloader.h"
 
 #include <httplib.h>
 #include <unistd.h>
@@ -8,10 +8,10 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "util/sha256.h"
 #include "util/error.h"
+#include "util/sha256.h"
 
-namespace hearth::server {
+namespace hearth::download {
 
 namespace fs = std::filesystem;
 
@@ -254,4 +254,4 @@ std::string default_model_path() {
   }
 }
 
-}  // namespace hearth::server
+}  // namespace hearth::download

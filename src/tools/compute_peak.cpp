@@ -1,13 +1,13 @@
-#include "ops/compute_peak.h"
+#include "tools/compute_peak.h"
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 
-#include "ops/compute_peak_kernels.h"
 #include "ops/cpu_features.h"
+#include "tools/compute_peak_kernels.h"
 
-namespace hearth::ops {
+namespace hearth::tools {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -18,7 +18,7 @@ double seconds_since(Clock::time_point t0) {
 
 // Many small tasks, so every thread stays busy to the end; the rate is all their operations
 // over the region's wall time.
-double rate(ThreadPool& pool, double (*loop)(int64_t), double seconds, int reps) {
+double rate(ops::ThreadPool& pool, double (*loop)(int64_t), double seconds, int reps) {
   const int64_t kTasks = 16 * pool.size();
   const auto t0 = Clock::now();
   const double probe_ops = loop(20000);
@@ -39,13 +39,13 @@ double rate(ThreadPool& pool, double (*loop)(int64_t), double seconds, int reps)
 
 }  // namespace
 
-ComputePeak measure_compute_peak(ThreadPool& pool, double seconds, int reps) {
+ComputePeak measure_compute_peak(ops::ThreadPool& pool, double seconds, int reps) {
   ComputePeak p;
-  if (simd_level() < SimdLevel::Avx2) return p;
+  if (ops::simd_level() < ops::SimdLevel::Avx2) return p;
   p.f32 = rate(pool, detail::avx2::peak_f32_fma, seconds, reps);
   p.s8s8 = rate(pool, detail::avx2::peak_s8s8, seconds, reps);
   p.u8s8 = rate(pool, detail::avx2::peak_u8s8, seconds, reps);
-  if (simd_level() >= SimdLevel::Avx2Vnni) {
+  if (ops::simd_level() >= ops::SimdLevel::Avx2Vnni) {
     p.s8s8_vnni = rate(pool, detail::avxvnni::peak_s8s8, seconds, reps);
     p.u8s8_vnni = rate(pool, detail::avxvnni::peak_u8s8, seconds, reps);
   }
@@ -69,4 +69,4 @@ double compute_peak_for(const ComputePeak& peak, TensorType w) {
   }
 }
 
-}  // namespace hearth::ops
+}  // namespace hearth::tools

@@ -8,7 +8,7 @@
 #include "ops/thread_pool.h"
 #include "quant/types.h"
 
-namespace hearth::ops {
+namespace hearth::tools {
 
 struct ComputePeak {
   double f32 = 0;  // FLOP/s of FMA (F32/F16/BF16 weights; attention)
@@ -24,10 +24,10 @@ struct ComputePeak {
 
 // Zeros when the SIMD level has no probe (scalar); each figure is the best of `reps` runs of
 // about `seconds` each.
-ComputePeak measure_compute_peak(ThreadPool& pool, double seconds = 0.05, int reps = 3);
+ComputePeak measure_compute_peak(ops::ThreadPool& pool, double seconds = 0.05, int reps = 3);
 
 // The figure the kernels of weight type `w` run against (0 when none applies): the VNNI step
 // where it was measured.
 double compute_peak_for(const ComputePeak& peak, TensorType w);
 
-}  // namespace hearth::ops
+}  // namespace hearth::tools

@@ -1,4 +1,4 @@
-#include "ops/membw.h"
+#include "tools/membw.h"
 
 #include <algorithm>
 #include <atomic>
@@ -10,7 +10,7 @@
 #include "util/anonymous_memory.h"
 #include "util/error.h"
 
-namespace hearth::ops {
+namespace hearth::tools {
 namespace {
 
 // Sums 64-bit words with four independent accumulators: cheap enough that the loads, not the
@@ -30,7 +30,7 @@ uint64_t read_sum(const uint64_t* p, size_t n) {
 
 }  // namespace
 
-double measure_read_bandwidth(ThreadPool& pool, size_t bytes, int reps) {
+double measure_read_bandwidth(ops::ThreadPool& pool, size_t bytes, int reps) {
   const size_t n = bytes / sizeof(uint64_t);
   // Huge pages, as the repacked weights have (model/weights.cpp): the figure decode is
   // compared against.
@@ -58,4 +58,4 @@ double measure_read_bandwidth(ThreadPool& pool, size_t bytes, int reps) {
   return best;
 }
 
-}  // namespace hearth::ops
+}  // namespace hearth::tools

@@ -1,21 +1,21 @@
-#include "ops/compute_peak.h"
+#include "tools/compute_peak.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "ops/compute_peak_kernels.h"
 #include "ops/cpu_features.h"
+#include "tools/compute_peak_kernels.h"
 
-namespace hearth::ops {
+namespace hearth::tools {
 namespace {
 
 // Rates depend on the machine and the build (sanitizers make the loops far slower), so only
 // that a figure was measured is checked, never how large it is.
 TEST(ComputePeak, EveryFigureIsMeasuredWhereThereIsAProbe) {
-  ThreadPool pool(2);
+  ops::ThreadPool pool(2);
   const ComputePeak p = measure_compute_peak(pool, 0.002, 1);
-  if (simd_level() < SimdLevel::Avx2) {
+  if (ops::simd_level() < ops::SimdLevel::Avx2) {
     EXPECT_EQ(p.f32, 0);  // no probe: unknown, not made up
     return;
   }
@@ -23,7 +23,7 @@ TEST(ComputePeak, EveryFigureIsMeasuredWhereThereIsAProbe) {
     EXPECT_GT(r, 0);
     EXPECT_TRUE(std::isfinite(r));
   }
-  if (simd_level() < SimdLevel::Avx2Vnni) {
+  if (ops::simd_level() < ops::SimdLevel::Avx2Vnni) {
     EXPECT_EQ(p.s8s8_vnni, 0);
     EXPECT_EQ(p.u8s8_vnni, 0);
     return;
@@ -35,12 +35,12 @@ TEST(ComputePeak, EveryFigureIsMeasuredWhereThereIsAProbe) {
 }
 
 TEST(ComputePeak, LoopsCountTheOperationsTheyDo) {
-  if (simd_level() < SimdLevel::Avx2) GTEST_SKIP() << "no AVX2 probe on this CPU";
+  if (ops::simd_level() < ops::SimdLevel::Avx2) GTEST_SKIP() << "no AVX2 probe on this CPU";
   // 10 FMA chains x 8 lanes; 6 tokens x 32 MACs; 6 tokens x 64 MACs; 2 operations per MAC.
   EXPECT_EQ(detail::avx2::peak_f32_fma(7), 7.0 * 10 * 8 * 2);
   EXPECT_EQ(detail::avx2::peak_s8s8(7), 7.0 * 6 * 32 * 2);
   EXPECT_EQ(detail::avx2::peak_u8s8(7), 7.0 * 6 * 64 * 2);
-  if (simd_level() < SimdLevel::Avx2Vnni) return;
+  if (ops::simd_level() < ops::SimdLevel::Avx2Vnni) return;
   EXPECT_EQ(detail::avxvnni::peak_s8s8(7), 7.0 * 6 * 32 * 2);
   EXPECT_EQ(detail::avxvnni::peak_u8s8(7), 7.0 * 6 * 64 * 2);
 }
@@ -64,4 +64,4 @@ TEST(ComputePeak, EachWeightTypeIsMeasuredAgainstItsKernelStep) {
 }
 
 }  // namespace
-}  // namespace hearth::ops
+}  // namespace hearth::tools

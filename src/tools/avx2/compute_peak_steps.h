@@ -1,4 +1,4 @@
-// Internal to the compute probe's loop files (ops/avx2, ops/avxvnni): the harness that runs one
+// Internal to the compute probe's loop files (tools/avx2, tools/avxvnni): the harness that runs one
 // kernel step from registers. In an anonymous namespace: each including file is compiled for
 // its own instruction set.
 #pragma once
@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-namespace hearth::ops::detail {
+namespace hearth::tools::detail {
 namespace {
 
 template <typename V>
@@ -73,4 +73,4 @@ inline double run_nibble_step(int64_t iters, Dot&& dot) {
 }
 
 }  // namespace
-}  // namespace hearth::ops::detail
+}  // namespace hearth::tools::detail

@@ -5,10 +5,10 @@
 
 #include <cstdint>
 
-#include "ops/avx2/compute_peak_steps.h"
-#include "ops/compute_peak_kernels.h"
+#include "tools/avx2/compute_peak_steps.h"
+#include "tools/compute_peak_kernels.h"
 
-namespace hearth::ops::detail::avx2 {
+namespace hearth::tools::detail::avx2 {
 
 double peak_f32_fma(int64_t iters) {
   constexpr int kChains = 10;  // > FMA latency x pipes
@@ -44,4 +44,4 @@ double peak_u8s8(int64_t iters) {
   });
 }
 
-}  // namespace hearth::ops::detail::avx2
+}  // namespace hearth::tools::detail::avx2

@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-namespace hearth::server {
+namespace hearth::download {
 
 // The small chat model `hearth serve` pulls when neither -m nor HEARTH_MODEL is given.
 inline constexpr const char* kDefaultModelSpec =
@@ -47,4 +47,4 @@ std::string pull(const PullSpec& spec, PullOptions options = {});
 // offline it fails fast with a message saying how to pass -m.
 std::string default_model_path();
 
-}  // namespace hearth::server
+}  // namespace hearth::download
