@@ -121,6 +121,106 @@ std::string local_path(const PullSpec& spec, const std::string& dir) {
   return (fs::path(dir) / spec.repo / spec.file).string();
 }
 
+namespace {
+
+// The file a repository offers when none is named: its one GGUF, or the preferred quantization.
+std::string listed_gguf(httplib::Client& client, const Endpoint& ep, const std::string& repo) {
+  auto r = client.Get(ep.prefix + "/api/models/" + repo);
+  if (!r) fail("{}", unreachable(ep, r.error()));
+  if (r->status != 200) fail("{}: listing {} failed: HTTP {}", ep.origin, repo, r->status);
+  nlohmann::json listing;
+  try {
+    listing = nlohmann::json::parse(r->body);
+  } catch (const std::exception&) {
+    fail("{}: the listing of {} is not JSON", ep.origin, repo);
+  }
+  return pick_gguf(listing, repo);
+}
+
+// What the server says the file is: its size (0 when unknown) and SHA-256 (empty when unknown).
+struct RemoteFile {
+  uint64_t size = 0;
+  std::string sha256;
+};
+
+RemoteFile describe(httplib::Client& client, const Endpoint& ep, const std::string& url,
+                    const std::string& file, const std::string& expect_sha256) {
+  auto head = client.Head(url);
+  if (!head) fail("{}", unreachable(ep, head.error()));
+  if (head->status == 401 || head->status == 403)
+    fail("{}{}: HTTP {} (gated or private: set HF_TOKEN)", ep.origin, url, head->status);
+  if (head->status != 200) fail("{}{}: HTTP {}", ep.origin, url, head->status);
+  RemoteFile rf;
+  for (const char* h : {"X-Linked-Size", "Content-Length"})
+    if (head->has_header(h)) {
+      rf.size = std::strtoull(head->get_header_value(h).c_str(), nullptr, 10);
+      break;
+    }
+  rf.sha256 = expect_sha256;
+  if (std::string etag = head->get_header_value("X-Linked-Etag"); !etag.empty()) {
+    std::erase(etag, '"');
+    if (etag.size() == 64 && etag.find_first_not_of("0123456789abcdef") == std::string::npos) {
+      if (!rf.sha256.empty() && rf.sha256 != etag)
+        fail("{}: the server's SHA-256 {} differs from the expected {}", file, etag, rf.sha256);
+      rf.sha256 = etag;
+    }
+  }
+  return rf;
+}
+
+void verify(const std::string& path, const RemoteFile& rf) {
+  const uint64_t size = fs::file_size(path);
+  if (rf.size > 0 && size != rf.size)
+    fail("{}: size {} differs from the server's {}", path, size, rf.size);
+  if (!rf.sha256.empty()) {
+    const std::string got = sha256_file(path);
+    if (got != rf.sha256) fail("{}: SHA-256 {} differs from the expected {}", path, got, rf.sha256);
+  }
+}
+
+// Appends the rest of the file to `part` (resuming from its size with a Range request; a server
+// that ignores the range sends it all, and the part starts over).
+void download_rest(httplib::Client& client, const Endpoint& ep, const std::string& url,
+                   const std::string& part, uint64_t total, const PullOptions& o) {
+  const uint64_t have = fs::exists(part) ? fs::file_size(part) : 0;
+  std::FILE* f = std::fopen(part.c_str(), have > 0 ? "ab" : "wb");
+  if (!f) fail("{}: cannot write", part);
+  httplib::Headers headers;
+  if (have > 0) headers.emplace("Range", fmt::format("bytes={}-", have));
+  bool write_failed = false;
+  int status = 0;
+  uint64_t done = have;
+  auto r = client.Get(
+      url, headers,
+      [&](const httplib::Response& resp) {
+        status = resp.status;
+        if (have > 0 && resp.status == 200) {  // Range ignored: start over
+          std::fclose(f);
+          f = std::fopen(part.c_str(), "wb");
+          done = 0;
+          return f != nullptr;
+        }
+        return resp.status == 200 || resp.status == 206;
+      },
+      [&](const char* data, size_t n) {
+        if (std::fwrite(data, 1, n, f) != n) {
+          write_failed = true;
+          return false;
+        }
+        done += n;
+        if (o.progress) o.progress(done, total);
+        return true;
+      });
+  if (f) std::fclose(f);
+  if (o.progress && isatty(fileno(stderr))) std::fputc('\n', stderr);
+  if (write_failed) fail("{}: write failed (disk full?)", part);
+  if (!r)
+    fail("{} (partial download kept in {}; run again to resume)", unreachable(ep, r.error()), part);
+  if (status != 200 && status != 206) fail("{}{}: HTTP {}", ep.origin, url, status);
+}
+
+}  // namespace
+
 std::string pull(const PullSpec& spec_in, PullOptions o) {
   PullSpec spec = spec_in;
   if (o.endpoint.empty()) o.endpoint = env("HF_ENDPOINT");
@@ -130,105 +230,23 @@ std::string pull(const PullSpec& spec_in, PullOptions o) {
   if (!o.progress && isatty(fileno(stderr))) o.progress = terminal_progress;
   const Endpoint ep = split_endpoint(o.endpoint);
   auto client = make_client(ep, o);
-
-  if (spec.file.empty()) {
-    auto r = client->Get(ep.prefix + "/api/models/" + spec.repo);
-    if (!r) fail("{}", unreachable(ep, r.error()));
-    if (r->status != 200) fail("{}: listing {} failed: HTTP {}", ep.origin, spec.repo, r->status);
-    nlohmann::json listing;
-    try {
-      listing = nlohmann::json::parse(r->body);
-    } catch (const std::exception&) {
-      fail("{}: the listing of {} is not JSON", ep.origin, spec.repo);
-    }
-    spec.file = pick_gguf(listing, spec.repo);
-  }
+  if (spec.file.empty()) spec.file = listed_gguf(*client, ep, spec.repo);
 
   const std::string dest = local_path(spec, o.model_dir);
   const std::string part = dest + ".part";
   const std::string url = ep.prefix + "/" + spec.repo + "/resolve/" + o.revision + "/" + spec.file;
-
-  // What the server says the file is.
-  auto head = client->Head(url);
-  if (!head) fail("{}", unreachable(ep, head.error()));
-  if (head->status == 401 || head->status == 403)
-    fail("{}{}: HTTP {} (gated or private: set HF_TOKEN)", ep.origin, url, head->status);
-  if (head->status != 200) fail("{}{}: HTTP {}", ep.origin, url, head->status);
-  uint64_t total = 0;
-  for (const char* h : {"X-Linked-Size", "Content-Length"})
-    if (head->has_header(h)) {
-      total = std::strtoull(head->get_header_value(h).c_str(), nullptr, 10);
-      break;
-    }
-  std::string sha = o.expect_sha256;
-  if (std::string etag = head->get_header_value("X-Linked-Etag"); !etag.empty()) {
-    std::erase(etag, '"');
-    if (etag.size() == 64 && etag.find_first_not_of("0123456789abcdef") == std::string::npos) {
-      if (!sha.empty() && sha != etag)
-        fail("{}: the server's SHA-256 {} differs from the expected {}", spec.file, etag, sha);
-      sha = etag;
-    }
-  }
-
-  auto verify = [&](const std::string& path) {
-    const uint64_t size = fs::file_size(path);
-    if (total > 0 && size != total)
-      fail("{}: size {} differs from the server's {}", path, size, total);
-    if (!sha.empty()) {
-      const std::string got = sha256_file(path);
-      if (got != sha) fail("{}: SHA-256 {} differs from the expected {}", path, got, sha);
-    }
-  };
-  if (fs::exists(dest) && total > 0 && fs::file_size(dest) == total) {
-    verify(dest);
+  const RemoteFile rf = describe(*client, ep, url, spec.file, o.expect_sha256);
+  if (fs::exists(dest) && rf.size > 0 && fs::file_size(dest) == rf.size) {
+    verify(dest, rf);
     return dest;
   }
 
   fs::create_directories(fs::path(dest).parent_path());
-  uint64_t have = fs::exists(part) ? fs::file_size(part) : 0;
-  if (total > 0 && have > total) {
-    fs::remove(part);
-    have = 0;
-  }
-  if (total == 0 || have < total) {
-    std::FILE* f = std::fopen(part.c_str(), have > 0 ? "ab" : "wb");
-    if (!f) fail("{}: cannot write", part);
-    httplib::Headers headers;
-    if (have > 0) headers.emplace("Range", fmt::format("bytes={}-", have));
-    bool write_failed = false;
-    int status = 0;
-    uint64_t done = have;
-    auto r = client->Get(
-        url, headers,
-        [&](const httplib::Response& resp) {
-          status = resp.status;
-          if (have > 0 && resp.status == 200) {  // Range ignored: start over
-            std::fclose(f);
-            f = std::fopen(part.c_str(), "wb");
-            done = 0;
-            return f != nullptr;
-          }
-          return resp.status == 200 || resp.status == 206;
-        },
-        [&](const char* data, size_t n) {
-          if (std::fwrite(data, 1, n, f) != n) {
-            write_failed = true;
-            return false;
-          }
-          done += n;
-          if (o.progress) o.progress(done, total);
-          return true;
-        });
-    if (f) std::fclose(f);
-    if (o.progress && isatty(fileno(stderr))) std::fputc('\n', stderr);
-    if (write_failed) fail("{}: write failed (disk full?)", part);
-    if (!r)
-      fail("{} (partial download kept in {}; run again to resume)", unreachable(ep, r.error()),
-           part);
-    if (status != 200 && status != 206) fail("{}{}: HTTP {}", ep.origin, url, status);
-  }
+  if (rf.size > 0 && fs::exists(part) && fs::file_size(part) > rf.size) fs::remove(part);
+  if (rf.size == 0 || !fs::exists(part) || fs::file_size(part) < rf.size)
+    download_rest(*client, ep, url, part, rf.size, o);
   try {
-    verify(part);
+    verify(part, rf);
   } catch (const Error&) {
     fs::remove(part);  // a wrong file must not be resumed from
     throw;
