@@ -6,6 +6,7 @@
 #include <string>
 
 #include "chat/chat_formatter.h"
+#include "chat/reply_stream.h"
 #include "cli/commands.h"
 #include "cli/runtime.h"
 #include "util/error.h"
@@ -69,31 +70,22 @@ int run_chat(const ChatOptions& o) {
     req.temperature = o.temperature;
     req.seed = seed++;
     req.max_tokens = o.n_predict;
-    chat::ReasoningSplitter splitter = formatter.reasoning_splitter(prompt);
-    std::string content, reasoning, error;
-    auto take = [&](const chat::ReasoningDelta& d) {
+    chat::ReplyStream reply(formatter.reasoning_splitter(prompt));
+    std::string error;
+    req.on_event = [&](const EngineEvent& e) {
+      const chat::ReasoningDelta d = reply.push(e);
       write_out(stderr, d.reasoning);
       write_out(stdout, d.content);
-      reasoning += d.reasoning;
-      content += d.content;
-    };
-    req.on_event = [&](const EngineEvent& e) {
-      if (e.kind == EngineEvent::Kind::Token) {
-        take(splitter.push(e.text));
-      } else {
-        take(splitter.push(e.text));
-        take(splitter.finish());
-        if (e.reason == FinishReason::Error) error = e.error;
-      }
+      if (e.kind == EngineEvent::Kind::Finished && e.reason == FinishReason::Error) error = e.error;
     };
     SubmitResult r = engine.submit(std::move(req));
     if (!r.ok()) fail("{}", r.error);
     engine.run_until_idle();
     if (!error.empty()) fail("generation failed: {}", error);
     write_out(stdout, "\n");
-    json reply = {{"role", "assistant"}, {"content", content}};
-    if (!reasoning.empty()) reply["reasoning_content"] = reasoning;
-    messages.push_back(std::move(reply));
+    json message = {{"role", "assistant"}, {"content", reply.content()}};
+    if (!reply.reasoning().empty()) message["reasoning_content"] = reply.reasoning();
+    messages.push_back(std::move(message));
   }
   return 0;
 }

@@ -9,9 +9,8 @@
 #include "cli/commands.h"
 #include "cli/runtime.h"
 #include "cli/sampler_options.h"
+#include "engine/output.h"
 #include "model/reference_forward.h"
-#include "sampling/sampler.h"
-#include "tokenizer/detokenizer.h"
 #include "util/error.h"
 #include "util/system.h"
 
@@ -81,29 +80,30 @@ int run(const RunOptions& o) {
   if (o.reference) {
     // The plain f32 oracle, token by token.
     ReferenceForward fwd(rt.model(), n_ctx);
-    Sampler sampler(sampling, vocab);
-    sampler.set_history(ids);
-    StreamingDetokenizer detok = tok.streaming_detokenizer();
+    // The engine's output stage (sampling, detokenizing), without stop strings: the oracle
+    // prints every token it generates.
+    GenerationRequest req;
+    req.sampling = sampling;
+    SequenceOutput out(req, tok, vocab);
     std::vector<float> logits = fwd.eval(ids);
     ttft_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_start).count();
     while (n_gen < o.n_predict) {
-      const int32_t id = sampler.sample(logits).token;
-      sampler.accept(id);
+      const TokenOutput t = out.next(logits, ids);
       ++n_gen;
-      if (tok.is_eog(id)) {
+      if (t.stop) {
         stop = "stop";
         break;
       }
-      write_out(detok.push(id));
+      write_out(t.event.text);
       if (n_gen == o.n_predict) break;
       if (fwd.n_past() >= n_ctx) {
         stop = "context_full";
         break;
       }
-      const int32_t one[1] = {id};
+      const int32_t one[1] = {t.event.token};
       logits = fwd.eval(one);
     }
-    write_out(detok.flush());
+    write_out(out.finished(FinishReason::Length, "", {}).text);
   } else {
     // The engine, as the server uses it, with one request.
     EngineOptions eo;

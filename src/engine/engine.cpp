@@ -3,11 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "engine/stop_matcher.h"
-
+#include "engine/output.h"
 #include "model/forward.h"
-#include "sampling/sampler.h"
-#include "tokenizer/detokenizer.h"
 #include "util/error.h"
 #include "util/system.h"
 
@@ -42,9 +39,7 @@ struct Engine::Sequence {
   size_t n_lead = 0;  // tokens added before the prompt text (BOS)
   bool admitted_once = false;
   bool completing = false;  // finished; its last token still goes through the model for the cache
-  Sampler sampler;
-  StreamingDetokenizer detok;
-  StopMatcher stops;
+  SequenceOutput out;       // sampling, detokenizing, stop strings, events
   RequestStats stats;
   Clock::time_point submitted, first_token;
   bool scheduled_once = false;
@@ -52,11 +47,9 @@ struct Engine::Sequence {
   int64_t admitted = 0;  // admission order (preemption picks the newest)
 
   Sequence(GenerationRequest r, const Tokenizer& t, const VocabAccess& v)
-      : req(std::move(r)),
-        sampler(*req.sampling, v),
-        detok(t.streaming_detokenizer()),
-        stops(req.stop) {}
-  void emit(const EngineEvent& e) const {
+      : req(std::move(r)), out(req, t, v) {}
+  void emit(EngineEvent e) const {
+    e.request_id = id;
     if (req.on_event) req.on_event(e);
   }
 };
@@ -252,7 +245,7 @@ void Engine::take_inbox() {
 }
 
 void Engine::finish(Sequence& s, FinishReason reason, const std::string& error) {
-  const std::string flushed = s.detok.flush();  // held-back bytes, as U+FFFD
+  const std::string flushed = s.out.flush();  // held-back bytes, as U+FFFD
   if (s.has_text && !flushed.empty() && !s.text_ends.empty()) {
     s.text += flushed;
     s.text_ends.back() = static_cast<uint32_t>(s.text.size());
@@ -274,20 +267,11 @@ void Engine::finish(Sequence& s, FinishReason reason, const std::string& error) 
   totals_.cached_tokens += s.stats.cached_tokens;
   totals_.generated_tokens += s.stats.generated_tokens;
   totals_.preemptions += s.stats.preemptions;
-  // Text still held back (an incomplete character, a possible stop string's start) goes with
-  // the Finished event: a Token event always carries a generated id.
-  EngineEvent e;
-  e.kind = EngineEvent::Kind::Finished;
-  e.request_id = s.id;
-  const std::string tail = s.stops.push(flushed) + s.stops.flush();
-  if (reason != FinishReason::Cancelled) e.text = tail;
-  e.reason = reason;
-  e.error = error;
-  e.stats = s.stats;
+  RequestStats stats = s.stats;
   if (s.stats.generated_tokens > 0)
-    e.stats.decode_ms =
+    stats.decode_ms =
         std::chrono::duration<double, std::milli>(Clock::now() - s.first_token).count();
-  s.emit(e);
+  s.emit(s.out.finished(reason, error, stats));
   std::lock_guard lock(mu_);
   --pending_;
 }
@@ -624,37 +608,22 @@ void Engine::consume(const std::vector<Row>& rows, const std::vector<SeqBatch>& 
 // Samples, emits and appends the sequence's next token; true when that finished it.
 bool Engine::sample(Sequence& s, std::span<const float> l) {
   if (s.req.on_logits) s.req.on_logits(l);
-  if (s.stats.generated_tokens == 0) s.sampler.set_history(s.tokens);  // the prompt counts
-  const SampleResult r = s.sampler.sample(l);
-  const int32_t id = r.token;
-  s.sampler.accept(id);
+  TokenOutput t = s.out.next(l, s.tokens);
   if (s.stats.generated_tokens == 0) {
     s.first_token = Clock::now();
     s.stats.ttft_ms =
         std::chrono::duration<double, std::milli>(s.first_token - s.submitted).count();
   }
   ++s.stats.generated_tokens;
-  s.tokens.push_back(id);
-  const bool eog = s.req.stop_at_eog && tok_.is_eog(id);
-  const std::string emitted = eog ? std::string() : s.detok.push(id);
+  s.tokens.push_back(t.event.token);
   if (s.has_text) {
-    // The text as the client received it (the end-of-turn token as the template writes it):
-    // what a client sends back in the next turn. A token whose bytes are still held back
-    // (an incomplete character) has no text yet; no text match ends there.
-    s.text += eog ? tok_.token_to_piece(id, true) : emitted;
+    // What the token stands for in the conversation (a token whose bytes are still held back
+    // has no text yet; no text match ends there).
+    s.text += t.anchor_text;
     s.text_ends.push_back(static_cast<uint32_t>(s.text.size()));
   }
-  EngineEvent e;
-  e.request_id = s.id;
-  e.token = id;
-  if (s.req.sampling->n_probs > 0) {
-    e.logprob = r.logprob;
-    e.top_logprobs.reserve(r.top_logprobs.size());
-    for (const LogprobEntry& t : r.top_logprobs) e.top_logprobs.push_back({t.token, t.logprob});
-  }
-  if (!eog) e.text = s.stops.push(emitted);
-  s.emit(e);
-  if (eog || s.stops.stopped()) {
+  s.emit(std::move(t.event));
+  if (t.stop) {
     finish(s, FinishReason::Stop);
   } else if (s.stats.generated_tokens >= s.req.max_tokens) {
     finish(s, FinishReason::Length);

@@ -43,45 +43,34 @@ json split_delta(const chat::ReasoningDelta& parts) {
 
 class ChatResponder : public OpenAiResponder {
  public:
-  ChatResponder(ReplySettings settings, std::optional<chat::ReasoningSplitter> reasoning)
+  ChatResponder(ReplySettings settings, chat::ReplyStream reply)
       : OpenAiResponder(std::move(settings),
                         {"chat.completion", "chat.completion.chunk", "message", "delta"}),
-        splitter_(std::move(reasoning)) {}
+        reply_(std::move(reply)) {}
 
   std::vector<json> start() override {
     return {chunk({{"role", "assistant"}, {"content", ""}}, nullptr, nullptr)};
   }
 
   std::optional<json> delta(const Delta& d) override {
-    json delta = {{"content", d.text}};
-    if (splitter_) {
-      delta = split_delta(splitter_->push(d.text));
-      if (delta.empty() && !s_.per_token) return std::nullopt;  // a tag is still undecided
-    }
+    if (!reply_.splits()) return chunk({{"content", d.text}}, nullptr, logprobs(d));
+    json delta = split_delta(reply_.push(d.text));
+    if (delta.empty() && !s_.per_token) return std::nullopt;  // a tag is still undecided
     return chunk(std::move(delta), nullptr, logprobs(d));
   }
 
   std::vector<json> finish(const Outcome& o) override {
     std::vector<json> out;
-    if (splitter_) {
-      json rest = split_delta(splitter_->finish());
-      if (!rest.empty()) out.push_back(chunk(std::move(rest), nullptr, nullptr));
-    }
+    json rest = split_delta(reply_.finish());
+    if (!rest.empty()) out.push_back(chunk(std::move(rest), nullptr, nullptr));
     for (json& j : finish_with(json::object(), o)) out.push_back(std::move(j));
     return out;
   }
 
   json whole(const Delta& all, const Outcome& o) override {
-    std::string content = all.text;
-    std::string reasoning;
-    if (splitter_) {
-      chat::ReasoningDelta a = splitter_->push(all.text);
-      chat::ReasoningDelta b = splitter_->finish();
-      reasoning = a.reasoning + b.reasoning;
-      content = a.content + b.content;
-    }
-    json message = {{"role", "assistant"}, {"content", content}};
-    if (!reasoning.empty()) message["reasoning_content"] = reasoning;
+    const chat::ReasoningDelta parts = reply_.whole(all.text);
+    json message = {{"role", "assistant"}, {"content", parts.content}};
+    if (!parts.reasoning.empty()) message["reasoning_content"] = parts.reasoning;
     return reply(std::move(message), o, logprobs(all));
   }
 
@@ -90,14 +79,13 @@ class ChatResponder : public OpenAiResponder {
     return s_.per_token ? chat_logprobs_json(trimmed(d.records), *s_.tok) : json();
   }
 
-  std::optional<chat::ReasoningSplitter> splitter_;
+  chat::ReplyStream reply_;  // the reasoning split, when asked for
 };
 
 }  // namespace
 
-std::unique_ptr<Responder> make_chat_responder(ReplySettings settings,
-                                               std::optional<chat::ReasoningSplitter> reasoning) {
-  return std::make_unique<ChatResponder>(std::move(settings), std::move(reasoning));
+std::unique_ptr<Responder> make_chat_responder(ReplySettings settings, chat::ReplyStream reply) {
+  return std::make_unique<ChatResponder>(std::move(settings), std::move(reply));
 }
 
 }  // namespace hearth::server

@@ -133,7 +133,7 @@ std::unique_ptr<Responder> make_responder(Api api, ReplySettings settings,
                                           std::optional<chat::ReasoningSplitter> reasoning) {
   switch (api) {
     case Api::ChatCompletions:
-      return make_chat_responder(std::move(settings), std::move(reasoning));
+      return make_chat_responder(std::move(settings), chat::ReplyStream(std::move(reasoning)));
     case Api::Completions:
       return make_completions_responder(std::move(settings));
     case Api::LlamaCompletion:

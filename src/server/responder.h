@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "chat/reasoning.h"
+#include "chat/reply_stream.h"
 #include "engine/request.h"
 #include "server/openai_response.h"
 #include "server/request.h"
@@ -76,8 +76,8 @@ class Responder {
   ReplySettings s_;
 };
 
-std::unique_ptr<Responder> make_chat_responder(ReplySettings settings,
-                                               std::optional<chat::ReasoningSplitter> reasoning);
+// `reply` splits off the reasoning when the request asked for it.
+std::unique_ptr<Responder> make_chat_responder(ReplySettings settings, chat::ReplyStream reply);
 std::unique_ptr<Responder> make_completions_responder(ReplySettings settings);
 std::unique_ptr<Responder> make_llama_responder(ReplySettings settings);
 
