@@ -6,6 +6,8 @@
 // and chunk-invariant). Cancellation takes effect at the next step boundary.
 // What each step computes is the scheduler's policy (engine/scheduler.h); the engine gives it
 // the facts, applies its plan (blocks, preemption), runs the batch and samples.
+// Every sequence's KV state (its blocks, the prefix cache, the disk tier) is the KV manager's
+// (kv/kv_manager.h): the engine asks it for room, hands it finished and preempted sequences.
 #pragma once
 
 #include <chrono>
