@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "cli/runtime.h"
 #include "engine/engine.h"
+#include "kv/kv_manager.h"
 #include "model/forward.h"
 #include "ops/cpu_features.h"
 #include "tools/compute_peak.h"
@@ -130,8 +131,7 @@ int bench(const BenchOptions& o) {
   fmt::print("model: {} | {} | {:.1f} MiB weights | simd: {} ({}) | kv: {}\n", o.model,
              hp.summary(), static_cast<double>(model.weight_bytes()) / (1 << 20),
              ops::simd_level_name(ops::simd_level()), ops::cpu_features().summary(), type_name(kv));
-  const size_t kv_token_bytes =
-      2 * kv_layout_for(hp, kv, 32).token_bytes() * static_cast<size_t>(hp.n_layer);
+  const size_t kv_token_bytes = KvGeometry::for_model(hp, kv, 32).bytes_per_token();
   fmt::print("kv bytes per token: {} ({})\n", kv_token_bytes, type_name(kv));
   if (!o.concurrency.empty() || o.long_prompt > 0) {
     bench_engine(o, model, rt.tokenizer(), pool, kv);

@@ -1,12 +1,10 @@
 #include "engine/engine.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "engine/output.h"
 #include "model/forward.h"
 #include "util/error.h"
-#include "util/system.h"
 
 namespace hearth {
 
@@ -30,8 +28,7 @@ struct Engine::Sequence {
   int64_t id = 0;
   GenerationRequest req;
   std::vector<int32_t> tokens;  // prompt + generated
-  int64_t n_computed = 0;       // tokens whose K/V are in `blocks`
-  std::vector<int32_t> blocks;
+  int64_t n_computed = 0;       // tokens whose K/V are in its blocks (the KV manager's)
   // The text each token stands for (text prompts; generated pieces), for text anchoring.
   bool has_text = false;
   std::string text;
@@ -56,18 +53,23 @@ struct Engine::Sequence {
 
 namespace {
 
-// Room for every running sequence's full context, but never more than half the memory the
-// machine has available (weights are mapped, not counted here).
-size_t default_kv_bytes(const EngineOptions& o, const ops::KvLayout& l, int64_t n_layer) {
+KvGeometry kv_geometry(const Model& model, const EngineOptions& o) {
+  return KvGeometry::for_model(model.hparams(), o.kv_type, o.kv_block_tokens);
+}
+
+// The asked budget, or room for every running sequence's full context (kv/kv_manager.h).
+size_t kv_budget(const Model& model, const EngineOptions& o) {
   if (o.kv_bytes > 0) return o.kv_bytes;
-  // Whole blocks per running sequence: a budget of exactly max_seq_tokens tokens would round
-  // down to fewer blocks than one full sequence needs.
-  const size_t blocks_per_seq =
-      static_cast<size_t>((o.max_seq_tokens + l.block_tokens - 1) / l.block_tokens);
-  const size_t want = 2 * l.block_bytes() * static_cast<size_t>(n_layer) * blocks_per_seq *
-                      static_cast<size_t>(std::max(1, o.max_running));
-  if (auto avail = available_memory_bytes()) return std::max<size_t>(1, std::min(want, *avail / 2));
-  return want;
+  return kv_geometry(model, o).default_budget(o.max_seq_tokens, o.max_running);
+}
+
+KvCacheOptions kv_cache_options(const Model& model, const EngineOptions& o) {
+  KvCacheOptions c;
+  c.prefix_cache = o.prefix_cache && model.supports_prefix_reuse();
+  c.dir = o.cache_dir;
+  if (c.prefix_cache && !c.dir.empty()) c.model_hash = file_content_hash(model.file().bytes());
+  c.disk_max = o.cache_disk_max;
+  return c;
 }
 
 // Lead tokens the vocabulary adds before a text prompt (BOS), with add_special.
@@ -126,38 +128,19 @@ Engine::Engine(const Model& model, const Tokenizer& tokenizer, EngineOptions opt
       opt_(options),
       sched_(options.step_tokens, options.max_running, StepCost(model.hparams())),
       fwd_(model, pool),
-      kv_(kv_layout_for(model.hparams(), options.kv_type, options.kv_block_tokens),
-          model.hparams().n_layer,
-          BlockPool::blocks_for_budget(
-              kv_layout_for(model.hparams(), options.kv_type, options.kv_block_tokens),
-              model.hparams().n_layer,
-              default_kv_bytes(
-                  options, kv_layout_for(model.hparams(), options.kv_type, options.kv_block_tokens),
-                  model.hparams().n_layer))) {
+      kv_(kv_geometry(model, options), kv_budget(model, options),
+          kv_cache_options(model, options)) {
   if (opt_.max_running <= 0 || opt_.max_queued < 0 || opt_.step_tokens <= 0 ||
       opt_.max_seq_tokens <= 0)
     fail("engine: limits must be positive");
-  if (opt_.prefix_cache && model.supports_prefix_reuse()) {
-    if (!opt_.cache_dir.empty()) {
-      const ops::KvLayout& l = kv_.arena().layout;
-      const std::string identity =
-          fmt::format("{}-{}-b{}-l{}", file_content_hash(model.file().bytes()), type_name(l.type),
-                      l.block_tokens, model.hparams().n_layer);
-      disk_ = std::make_unique<DiskTier>(opt_.cache_dir, identity, kv_.arena().block_stride(),
-                                         opt_.cache_disk_max);
-    }
-    cache_ = std::make_unique<PrefixCache>(kv_, disk_.get());
-  }
   publish_metrics();
 }
 
 Engine::~Engine() {
   stop();
   // Sequences still here hold blocks: give them back before the cache flushes and goes.
-  for (auto& s : running_) release_to_cache(*s);
-  for (auto& s : completing_) release_to_cache(*s);
-  cache_.reset();
-  disk_.reset();
+  for (auto& s : running_) kv_.cache_finished(kv_view(*s));
+  for (auto& s : completing_) kv_.cache_finished(kv_view(*s));
 }
 
 SubmitResult Engine::submit(GenerationRequest request) {
@@ -251,17 +234,12 @@ void Engine::finish(Sequence& s, FinishReason reason, const std::string& error) 
     s.text_ends.back() = static_cast<uint32_t>(s.text.size());
   }
   if (reason == FinishReason::Error) {  // the blocks' contents are not trusted
-    for (int32_t b : s.blocks) kv_.release(b);
-    s.blocks.clear();
-  } else if (cache_ && (reason == FinishReason::Stop || reason == FinishReason::Length) &&
-             s.n_computed > 0 && s.n_computed + 1 == static_cast<int64_t>(s.tokens.size())) {
-    // The last sampled token has no K/V yet; the next turn of the conversation starts with
-    // it, so it runs in the next step (no logits), and then the whole sequence is cached. What
-    // is computed is cached now, so a request matched before that step still finds it.
-    s.completing = true;
-    cache_computed(s, /*keep_blocks=*/true);
+    kv_.free(s.id);
+  } else if (reason == FinishReason::Stop || reason == FinishReason::Length) {
+    // A finished turn is cached; its last token may need one more cache-only row.
+    s.completing = kv_.finish_turn(kv_view(s));
   } else {
-    release_to_cache(s);
+    kv_.cache_finished(kv_view(s));
   }
   totals_.prompt_tokens += s.stats.prompt_tokens;
   totals_.cached_tokens += s.stats.cached_tokens;
@@ -289,98 +267,40 @@ bool Engine::continues_completing(const Sequence& s) const {
 }
 
 void Engine::preempt(Sequence& s) {
-  release_to_cache(s);  // readmission finds what is still cached, recomputes the rest
+  kv_.preempt(kv_view(s));  // readmission finds what is still cached, recomputes the rest
   s.n_computed = 0;
   ++s.stats.preemptions;
 }
 
-// Hands the sequence's blocks to the prefix cache (which keeps the computed tokens and frees
-// what it does not need), or back to the pool without a cache.
-void Engine::release_to_cache(Sequence& s) {
-  if (cache_ && s.n_computed > 0) {
-    cache_computed(s, /*keep_blocks=*/false);
-  } else {
-    for (int32_t b : s.blocks) kv_.release(b);
-  }
-  s.blocks.clear();
+SeqView Engine::kv_view(const Sequence& s) {
+  SeqView v{s.id, s.tokens, s.n_computed, {}};
+  if (s.has_text) v.text = {s.text, s.text_ends};
+  return v;
 }
 
-// Inserts the sequence's computed tokens (and their text) into the prefix cache, which takes
-// one reference to each block; with `keep_blocks` the sequence keeps its own references and
-// goes on writing (a block it shares with the cache is copied before its next write).
-void Engine::cache_computed(Sequence& s, bool keep_blocks) {
-  const auto n = static_cast<size_t>(s.n_computed);
-  TokenText text;
-  if (s.has_text && s.text_ends.size() >= n) text = {s.text, std::span(s.text_ends).first(n)};
-  if (keep_blocks)
-    for (int32_t b : s.blocks) kv_.retain(b);
-  cache_->insert(std::span(s.tokens).first(n), s.blocks, text);
-}
-
-std::optional<int32_t> Engine::allocate_block() {
-  std::optional<int32_t> b = kv_.allocate();
-  while (!b && cache_ && cache_->evict_one()) b = kv_.allocate();
-  return b;
-}
-
-bool Engine::ensure_blocks(Sequence& s, int64_t n_tokens) {
-  const int64_t need = (n_tokens + kv_.block_tokens() - 1) / kv_.block_tokens();
-  while (static_cast<int64_t>(s.blocks.size()) < need) {
-    auto b = allocate_block();
-    if (!b) return false;
-    s.blocks.push_back(*b);
-  }
-  return true;
-}
-
-// The block that receives the sequence's next K/V must be its own: a block shared with the
-// cache or another sequence is copied first.
-bool Engine::make_writable(Sequence& s) {
-  const int64_t bt = kv_.block_tokens();
-  if (s.n_computed % bt == 0) return true;  // the next token starts a new block
-  int32_t& b = s.blocks[static_cast<size_t>(s.n_computed / bt)];
-  if (kv_.refcount(b) == 1) return true;
-  auto copy = allocate_block();
-  if (!copy) return false;
-  std::memcpy(kv_.arena().k(*copy, 0), kv_.arena().k(b, 0), kv_.arena().block_stride());
-  kv_.release(b);
-  b = *copy;
-  return true;
-}
-
-// On (re)admission: the longest cached prefix becomes the sequence's first blocks. A text
-// prompt is matched by text first, so a previous reply that re-tokenizes differently still
-// hits; the sequence then keeps the cached tokens and tokenizes only the text after them.
+// On (re)admission: the longest cached prefix becomes the sequence's first blocks (by text
+// first for a text prompt's first admission: kv/kv_manager.h).
 void Engine::attach_cached_prefix(Sequence& s) {
-  if (!cache_ || s.n_computed > 0 || !s.blocks.empty()) return;
-  const auto n_lead = static_cast<int64_t>(s.n_lead);
-  PrefixMatch m;
-  if (s.has_text && !s.admitted_once) {
-    m = cache_->match_text(std::span(s.tokens).first(s.n_lead), s.text, opt_.max_seq_tokens - 1);
-    if (m.n_tokens() > n_lead) {
-      // Keep the cached tokens; tokenize only the text after them.
-      const std::string_view rest = std::string_view(s.text).substr(m.text_bytes);
-      const std::vector<int32_t> tail = encode_text(tok_, rest, s.req.prompt_text, m.text_bytes);
-      std::vector<uint32_t> ends = m.ends;  // the cached path's own text
-      s.has_text = ends.size() == m.tokens.size() &&
-                   piece_ends(tok_, tail, rest, static_cast<uint32_t>(m.text_bytes), ends);
-      s.text_ends = s.has_text ? std::move(ends) : std::vector<uint32_t>{};
-      s.tokens = m.tokens;
-      s.tokens.insert(s.tokens.end(), tail.begin(), tail.end());
-      s.stats.prompt_tokens = static_cast<int64_t>(s.tokens.size());
-    }
-    // No text hit, or all of the prompt cached (one token must still run for logits): match
-    // by tokens below.
-    if (m.n_tokens() <= n_lead || m.n_tokens() >= static_cast<int64_t>(s.tokens.size())) {
-      for (int32_t b : m.blocks) kv_.release(b);
-      m = {};
-    }
-  }
-  if (m.blocks.empty()) m = cache_->match(s.tokens, static_cast<int64_t>(s.tokens.size()) - 1);
-  s.blocks = std::move(m.blocks);
-  s.n_computed = m.n_tokens();
-  if (!s.admitted_once) s.stats.cached_tokens = m.n_tokens();
+  if (!kv_.caching() || s.n_computed > 0 || kv_.holds(s.id)) return;
+  TextAttach text{s.n_lead, s.text, [&](const PrefixMatch& m) { return adopt_text_match(s, m); }};
+  const bool by_text = s.has_text && !s.admitted_once;
+  s.n_computed = kv_.attach(s.id, s.tokens, by_text ? &text : nullptr, opt_.max_seq_tokens - 1);
+  if (!s.admitted_once) s.stats.cached_tokens = s.n_computed;
   s.admitted_once = true;
+}
+
+// A text match: the sequence keeps the cached tokens and tokenizes only the text after them.
+std::span<const int32_t> Engine::adopt_text_match(Sequence& s, const PrefixMatch& m) {
+  const std::string_view rest = std::string_view(s.text).substr(m.text_bytes);
+  const std::vector<int32_t> tail = encode_text(tok_, rest, s.req.prompt_text, m.text_bytes);
+  std::vector<uint32_t> ends = m.ends;  // the cached path's own text
+  s.has_text = ends.size() == m.tokens.size() &&
+               piece_ends(tok_, tail, rest, static_cast<uint32_t>(m.text_bytes), ends);
+  s.text_ends = s.has_text ? std::move(ends) : std::vector<uint32_t>{};
+  s.tokens = m.tokens;
+  s.tokens.insert(s.tokens.end(), tail.begin(), tail.end());
+  s.stats.prompt_tokens = static_cast<int64_t>(s.tokens.size());
+  return s.tokens;
 }
 
 // A row of the step's batch, resolved to its sequence.
@@ -478,10 +398,10 @@ void Engine::admit() {
 void Engine::prepare_completing() {
   for (auto it = completing_.begin(); it != completing_.end();) {
     Sequence& s = **it;
-    if (ensure_blocks(s, s.n_computed + 1) && make_writable(s)) {
+    if (kv_.allocate_slots(s.id, s.n_computed, 1)) {
       ++it;
     } else {
-      release_to_cache(s);
+      kv_.cache_finished(kv_view(s));
       it = completing_.erase(it);
     }
   }
@@ -500,7 +420,7 @@ StepPlan Engine::plan_step() {
 bool Engine::allocate(StepPlan& plan) {
   for (size_t i = 0; i < plan.rows.size();) {
     Sequence& s = *find(plan.rows[i].id);
-    if (ensure_blocks(s, s.n_computed + plan.rows[i].n) && make_writable(s)) {
+    if (kv_.allocate_slots(s.id, s.n_computed, plan.rows[i].n)) {
       ++i;
       continue;
     }
@@ -520,7 +440,7 @@ bool Engine::allocate(StepPlan& plan) {
 void Engine::give_way(const Shortage& shortage, StepPlan& plan) {
   if (shortage.action == Shortage::Action::ReleaseCompleting) {
     plan.drop_completing();
-    for (auto& c : completing_) release_to_cache(*c);
+    for (auto& c : completing_) kv_.cache_finished(kv_view(*c));
     completing_.clear();
     return;
   }
@@ -548,7 +468,7 @@ bool Engine::forward(const std::vector<Row>& rows, std::vector<SeqBatch>& batch)
         s->n_computed + r.n == static_cast<int64_t>(s->tokens.size()) && !s->completing;
     batch.push_back(
         {std::span(s->tokens).subspan(static_cast<size_t>(s->n_computed), static_cast<size_t>(r.n)),
-         s->n_computed, s->blocks, last ? Logits::Last : Logits::None});
+         s->n_computed, kv_.block_table(s->id), last ? Logits::Last : Logits::None});
     if (!s->scheduled_once) {
       s->scheduled_once = true;
       s->stats.queue_ms =
@@ -559,8 +479,7 @@ bool Engine::forward(const std::vector<Row>& rows, std::vector<SeqBatch>& batch)
     fwd_.forward(batch, kv_.arena(), logits_);
   } catch (const Error& e) {
     for (const Row& r : rows) r.s->cancelled = true;  // finished with an error below
-    for (auto& c : completing_)
-      for (int32_t b : c->blocks) kv_.release(b);
+    for (auto& c : completing_) kv_.free(c->id);
     completing_.clear();
     for (auto it = running_.begin(); it != running_.end();) {
       if ((*it)->cancelled) {
@@ -584,7 +503,7 @@ void Engine::consume(const std::vector<Row>& rows, const std::vector<SeqBatch>& 
     Sequence& s = *rows[i].s;
     if (s.completing) {
       s.n_computed += 1;
-      release_to_cache(s);
+      kv_.cache_finished(kv_view(s));
       continue;
     }
     s.n_computed += rows[i].n;
@@ -638,7 +557,7 @@ bool Engine::sample(Sequence& s, std::span<const float> l) {
 // Completing replies that cached their last token leave; sequences that finished this step
 // leave the running set, the ones still caching their last token for the completing set.
 void Engine::retire(const std::vector<Sequence*>& done) {
-  std::erase_if(completing_, [](const auto& c) { return c->blocks.empty(); });
+  std::erase_if(completing_, [&](const auto& c) { return !kv_.holds(c->id); });
   for (auto& r : running_)
     if (r->completing) completing_.push_back(std::move(r));
   std::erase_if(running_, [](const auto& r) { return r == nullptr; });
@@ -652,13 +571,13 @@ void Engine::publish_metrics() {
   m.running = static_cast<int>(running_.size());
   m.queued = static_cast<int>(waiting_.size());
   m.kv_blocks = kv_.n_blocks();
-  m.kv_blocks_free = kv_.n_free();
+  m.kv_blocks_free = kv_.pool().n_free();
   m.kv_bytes_per_token = kv_bytes_per_token();
-  if (cache_) {
-    m.cache = cache_->stats();
-    m.kv_blocks_cache_only = cache_->reclaimable_blocks();
+  if (auto cache = kv_.cache_stats()) {
+    m.cache = *cache;
+    m.kv_blocks_cache_only = kv_.cache_only_blocks();
   }
-  if (disk_) m.disk = disk_->stats();
+  m.disk = kv_.disk_stats();
   std::lock_guard lock(mu_);
   metrics_ = m;
 }

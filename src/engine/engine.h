@@ -6,6 +6,8 @@
 // and chunk-invariant). Cancellation takes effect at the next step boundary.
 // What each step computes is the scheduler's policy (engine/scheduler.h); the engine gives it
 // the facts, applies its plan (blocks, preemption), runs the batch and samples.
+// Every sequence's KV state (its blocks, the prefix cache, the disk tier) is the KV manager's
+// (kv/kv_manager.h): the engine asks it for room, hands it finished and preempted sequences.
 #pragma once
 
 #include <chrono>
@@ -15,15 +17,14 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "engine/request.h"
 #include "engine/scheduler.h"
-#include "kv/block_pool.h"
-#include "kv/disk_tier.h"
-#include "kv/prefix_cache.h"
+#include "kv/kv_manager.h"
 #include "model/batch_forward.h"
 #include "ops/thread_pool.h"
 #include "sampling/vocab_access.h"
@@ -86,12 +87,12 @@ class Engine {
   void start();
   void stop();
 
-  const BlockPool& kv_pool() const { return kv_; }
+  const BlockPool& kv_pool() const { return kv_.pool(); }
   // Thread-safe snapshot (updated at every step boundary).
   EngineMetrics metrics() const;
   // Blocks held by the prefix cache alone; free + these = all blocks when nothing runs.
-  int64_t cache_only_blocks() const { return cache_ ? cache_->reclaimable_blocks() : 0; }
-  size_t kv_bytes_per_token() const { return kv_.arena().bytes_per_token(); }
+  int64_t cache_only_blocks() const { return kv_.cache_only_blocks(); }
+  size_t kv_bytes_per_token() const { return kv_.bytes_per_token(); }
   int running() const;
   int queued() const;
 
@@ -120,12 +121,10 @@ class Engine {
   void finish(Sequence& s, FinishReason reason, const std::string& error = "");
   void preempt(Sequence& s);
   bool continues_completing(const Sequence& s) const;
-  bool ensure_blocks(Sequence& s, int64_t n_tokens);
-  std::optional<int32_t> allocate_block();
+  // The sequence's cached state is the KV manager's (kv/kv_manager.h); these say what it reads.
+  static SeqView kv_view(const Sequence& s);
   void attach_cached_prefix(Sequence& s);
-  bool make_writable(Sequence& s);
-  void release_to_cache(Sequence& s);
-  void cache_computed(Sequence& s, bool keep_blocks);
+  std::span<const int32_t> adopt_text_match(Sequence& s, const PrefixMatch& m);
   void publish_metrics();
 
   const Model& model_;
@@ -135,9 +134,7 @@ class Engine {
   Scheduler sched_;
   BatchForward fwd_;
   std::vector<float> logits_;  // the last step's logits, reused: no allocation per step
-  BlockPool kv_;
-  std::unique_ptr<DiskTier> disk_;
-  std::unique_ptr<PrefixCache> cache_;
+  KvManager kv_;               // blocks, prefix cache, disk tier: every sequence's cached state
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

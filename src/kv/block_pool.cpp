@@ -1,5 +1,7 @@
 #include "kv/block_pool.h"
 
+#include <cstring>
+
 #include "util/error.h"
 
 namespace hearth {
@@ -47,6 +49,12 @@ void BlockPool::release(int32_t block) {
   int32_t& r = refs_[static_cast<size_t>(block)];
   if (r <= 0) fail("KV block {} released while free", block);
   if (--r == 0) free_.push_back(block);
+}
+
+void BlockPool::copy(int32_t dst, int32_t src) {
+  check(dst);
+  check(src);
+  if (dst != src) std::memcpy(arena_.k(dst, 0), arena_.k(src, 0), arena_.block_stride());
 }
 
 int32_t BlockPool::refcount(int32_t block) const {

@@ -33,6 +33,8 @@ class BlockPool {
   void retain(int32_t block);
   void release(int32_t block);  // back to the free list at refcount 0
   int32_t refcount(int32_t block) const;
+  // Copies every layer's K and V of `src` into `dst` (copy-on-write of a shared block).
+  void copy(int32_t dst, int32_t src);
 
  private:
   void check(int32_t block) const;

@@ -1,0 +1,182 @@
+#include "kv/kv_manager.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <string>
+
+namespace hearth {
+namespace {
+
+KvGeometry geometry() {
+  KvGeometry g;
+  g.layout.type = TensorType::F16;
+  g.layout.n_kv_head = 2;
+  g.layout.head_dim = 32;
+  g.layout.block_tokens = 4;
+  g.layout.head_major = true;
+  g.n_layer = 2;
+  return g;
+}
+
+KvCacheOptions cache_on(bool on = true) {
+  KvCacheOptions c;
+  c.prefix_cache = on;
+  return c;
+}
+
+std::vector<int32_t> iota_tokens(int n, int32_t from = 100) {
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  std::iota(t.begin(), t.end(), from);
+  return t;
+}
+
+// Every block is free or held by the cache alone: nothing leaked.
+void expect_all_returned(const KvManager& kv) {
+  EXPECT_EQ(kv.pool().n_free() + kv.cache_only_blocks(), kv.n_blocks());
+}
+
+TEST(KvGeometry, SizesFollowTheLayout) {
+  const KvGeometry g = geometry();
+  KvManager kv(g, g.bytes_per_block() * 5 + 7, cache_on());
+  EXPECT_EQ(kv.n_blocks(), 5);
+  EXPECT_EQ(kv.bytes_per_token(), kv.arena().bytes_per_token());
+  EXPECT_EQ(g.bytes_per_block(), kv.arena().block_stride());
+  EXPECT_EQ(g.blocks_for_tokens(9), 3);
+  EXPECT_GE(g.default_budget(9, 2), 1u);
+  EXPECT_LE(g.default_budget(9, 2), g.bytes_per_block() * 6);
+}
+
+TEST(KvManager, AttachMatchesTheCachedPrefixByTokens) {
+  const KvGeometry g = geometry();
+  KvManager kv(g, g.bytes_per_block() * 8, cache_on());
+  const std::vector<int32_t> a = iota_tokens(10);
+  ASSERT_TRUE(kv.allocate_slots(1, 0, 10));
+  EXPECT_EQ(kv.block_table(1).size(), 3u);
+  kv.cache_finished({1, a, 10, {}});
+  EXPECT_FALSE(kv.holds(1));
+  expect_all_returned(kv);
+
+  std::vector<int32_t> b = iota_tokens(9);
+  b.push_back(7);
+  b.push_back(8);
+  EXPECT_EQ(kv.attach(2, b, nullptr, 100), 9);  // diverges at token 9
+  EXPECT_EQ(kv.block_table(2).size(), 3u);
+  EXPECT_EQ(kv.attach(3, a, nullptr, 100), 9);  // all cached: the last token still runs
+  kv.free(2);
+  kv.free(3);
+  expect_all_returned(kv);
+  EXPECT_GT(kv.cache_stats()->hit_tokens, 0);
+}
+
+TEST(KvManager, AttachByTextAdoptsTheCachedTokens) {
+  const KvGeometry g = geometry();
+  KvManager kv(g, g.bytes_per_block() * 8, cache_on());
+  const std::vector<int32_t> a = {1, 2, 3, 4, 5, 6};
+  const std::string text = "abcdef";
+  const std::vector<uint32_t> ends = {1, 2, 3, 4, 5, 6};
+  ASSERT_TRUE(kv.allocate_slots(1, 0, 6));
+  kv.cache_finished({1, a, 6, {text, ends}});
+
+  // The same text tokenized differently (one token per two bytes) still hits.
+  std::vector<int32_t> tokens = {50, 51, 52, 53};
+  size_t adopted_at = 0;
+  TextAttach t{0, "abcdefgh", [&](const PrefixMatch& m) {
+                 adopted_at = m.text_bytes;
+                 tokens = m.tokens;
+                 tokens.insert(tokens.end(), {7, 8});
+                 return std::span<const int32_t>(tokens);
+               }};
+  EXPECT_EQ(kv.attach(2, tokens, &t, 100), 6);
+  EXPECT_EQ(adopted_at, 6u);
+  EXPECT_EQ(tokens, (std::vector<int32_t>{1, 2, 3, 4, 5, 6, 7, 8}));
+  kv.free(2);
+
+  // No text hit: matched by tokens.
+  TextAttach miss{0, "xyz", [&](const PrefixMatch&) { return std::span<const int32_t>(tokens); }};
+  const std::vector<int32_t> c = {1, 2, 3, 9};
+  EXPECT_EQ(kv.attach(3, c, &miss, 100), 3);
+  kv.free(3);
+  expect_all_returned(kv);
+}
+
+// A finished turn: cached at once up to its last token, which takes one more cache-only row in
+// the shared partial block (copied on write), then all of it is cached and freed.
+TEST(KvManager, FinishedTurnCachesUnfinishedThenFinished) {
+  const KvGeometry g = geometry();
+  KvManager kv(g, g.bytes_per_block() * 8, cache_on());
+  const int start_free = kv.pool().n_free();
+  const std::vector<int32_t> a = iota_tokens(11);  // 10 computed + the last sampled token
+  ASSERT_TRUE(kv.allocate_slots(1, 0, 10));
+  const int32_t partial = kv.block_table(1)[2];
+  kv.arena().k(partial, 1)[5] = 0x5a;
+
+  EXPECT_TRUE(kv.finish_turn({1, a, 10, {}}));
+  EXPECT_EQ(kv.pool().refcount(partial), 2);  // the cache has it too
+  // Another request finds the computed part at once.
+  EXPECT_EQ(kv.attach(2, a, nullptr, 100), 10);
+  kv.free(2);
+
+  ASSERT_TRUE(kv.allocate_slots(1, 10, 1));  // the cache-only row
+  const int32_t copy = kv.block_table(1)[2];
+  EXPECT_NE(copy, partial);  // copy-on-write
+  EXPECT_EQ(kv.pool().refcount(copy), 1);
+  EXPECT_EQ(kv.arena().k(copy, 1)[5], 0x5a);
+  kv.cache_finished({1, a, 11, {}});
+  EXPECT_FALSE(kv.holds(1));
+  expect_all_returned(kv);
+
+  std::vector<int32_t> next = a;
+  next.push_back(1);
+  EXPECT_EQ(kv.attach(3, next, nullptr, 100), 11);  // the whole turn
+  kv.free(3);
+  expect_all_returned(kv);
+  EXPECT_EQ(kv.pool().n_free() + kv.cache_only_blocks(), start_free);
+}
+
+TEST(KvManager, FinishedTurnWithoutCacheFreesAtOnce) {
+  const KvGeometry g = geometry();
+  KvManager kv(g, g.bytes_per_block() * 4, cache_on(false));
+  const std::vector<int32_t> a = iota_tokens(6);
+  ASSERT_TRUE(kv.allocate_slots(1, 0, 5));
+  EXPECT_FALSE(kv.finish_turn({1, a, 5, {}}));
+  EXPECT_FALSE(kv.caching());
+  EXPECT_EQ(kv.pool().n_free(), 4);
+}
+
+TEST(KvManager, AllocateEvictsCachedBlocks) {
+  const KvGeometry g = geometry();
+  KvManager kv(g, g.bytes_per_block() * 4, cache_on());
+  const std::vector<int32_t> a = iota_tokens(16);
+  ASSERT_TRUE(kv.allocate_slots(1, 0, 16));
+  EXPECT_EQ(kv.pool().n_free(), 0);
+  kv.cache_finished({1, a, 16, {}});
+  EXPECT_EQ(kv.cache_only_blocks(), 4);
+
+  ASSERT_TRUE(kv.allocate_slots(2, 0, 8));  // two cached blocks make room
+  EXPECT_GE(kv.cache_stats()->evictions, 2);
+  EXPECT_FALSE(kv.allocate_slots(3, 0, 12));  // more than the pool has besides seq 2
+  kv.free(3);
+  kv.free(2);
+  expect_all_returned(kv);
+}
+
+TEST(KvManager, PreemptionReturnsEveryBlock) {
+  const KvGeometry g = geometry();
+  KvManager kv(g, g.bytes_per_block() * 6, cache_on());
+  const std::vector<int32_t> a = iota_tokens(9);
+  ASSERT_TRUE(kv.allocate_slots(1, 0, 9));
+  ASSERT_TRUE(kv.allocate_slots(2, 0, 4));
+  kv.preempt({1, a, 9, {}});
+  kv.preempt({2, a, 0, {}});  // nothing computed: freed uncached
+  EXPECT_FALSE(kv.holds(1));
+  EXPECT_FALSE(kv.holds(2));
+  expect_all_returned(kv);
+  EXPECT_EQ(kv.cache_only_blocks(), 3);
+  EXPECT_EQ(kv.attach(1, a, nullptr, 100), 8);  // readmission finds it
+  kv.free(1);
+  expect_all_returned(kv);
+}
+
+}  // namespace
+}  // namespace hearth
