@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -114,10 +115,17 @@ int main(int argc, char** argv) {
   }
   const std::string dir = shared_dir();
   const std::string vocab = dir + "/tokenizers/vocab-qwen3.gguf";
-  const std::string tmpl = read_all(dir + "/templates/templates/Qwen-Qwen3-0.6B.jinja");
+  std::string tmpl;
+  try {
+    tmpl = read_all(dir + "/templates/templates/Qwen-Qwen3-0.6B.jinja");
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "prompt_bench: {} (set HEARTH_SHARED_DIR)\n", e.what());
+    return 1;
+  }
   fmt::print(
       "prompt_bench: turn {} of a chat, Qwen3 vocabulary + template; truncation budget "
-      "{} tokens ({} context - {} reply); median of {} runs, cold tokenizer each\n",
+      "{} tokens ({} context - {} reply); median of {} runs, each a fresh tokenizer sent turns "
+      "1..N\n",
       turns, n_ctx - reserve, n_ctx, reserve, reps);
   const Path paths[] = {{"before, truncation off", true, false},
                         {"after,  truncation off", false, false},
