@@ -30,8 +30,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         break;
     }
     if (r.api == Api::ChatCompletions) {
-      hearth::TextPrompt p = render_chat(r.messages, r.add_generation_prompt);
-      for (auto [b, e] : p.special_ranges)
+      // The server's fallback when a model has no template: ChatML.
+      static const hearth::chat::ChatFormatter chatml(std::nullopt, "", "");
+      const hearth::chat::Rendered p =
+          chatml.format(r.messages_json, r.tools, r.add_generation_prompt);
+      for (auto [b, e] : p.special_ok)
         if (b > e || e > p.text.size()) std::abort();
       check_context(static_cast<int64_t>(p.text.size()), r.max_tokens, 1 << 20);
     }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "chat/chat_formatter.h"
+#include "chat/prompt.h"
 #include "chat/reply_stream.h"
 #include "cli/commands.h"
 #include "cli/runtime.h"
@@ -39,10 +40,11 @@ int run_chat(const ChatOptions& o) {
   const std::string bos = tok.bos() != kNoToken ? tok.token_to_piece(tok.bos(), true) : "";
   const std::string eos = tok.eos() != kNoToken ? tok.token_to_piece(tok.eos(), true) : "";
   chat::ChatFormatter formatter(rt.model().file().get_string("tokenizer.chat_template"), bos, eos);
-  json kwargs = nullptr;
+  const chat::PromptBuilder prompts(formatter, tok);
+  chat::PromptInput in;
   if (!o.kwargs.empty()) {
-    kwargs = json::parse(o.kwargs, nullptr, false);
-    if (kwargs.is_discarded() || !kwargs.is_object())
+    in.kwargs = json::parse(o.kwargs, nullptr, false);
+    if (in.kwargs.is_discarded() || !in.kwargs.is_object())
       fail("--kwargs '{}': expected a JSON object", o.kwargs);
   }
 
@@ -53,24 +55,20 @@ int run_chat(const ChatOptions& o) {
   Engine& engine = rt.make_engine(eo);
   uint64_t seed = o.seed >= 0 ? static_cast<uint64_t>(o.seed) : std::random_device{}();
 
-  json messages = json::array();
+  json& messages = in.messages;
   if (!o.system.empty()) messages.push_back({{"role", "system"}, {"content", o.system}});
   std::string line;
   while (std::getline(std::cin, line)) {
     if (line.empty()) continue;
     messages.push_back({{"role", "user"}, {"content", line}});
-    const chat::Rendered prompt = formatter.format(messages, nullptr, true, kwargs);
-    // The template writes BOS itself when it wants one; otherwise the vocabulary's rule applies.
-    const bool add_special = bos.empty() || prompt.text.rfind(bos, 0) != 0;
+    chat::ChatPrompt prompt = prompts.render(in);
     GenerationRequest req;
-    req.prompt = tok.encode_with_control_ranges(prompt.text, add_special, prompt.special_ok);
-    if (static_cast<int64_t>(req.prompt.size()) >= n_ctx)
-      fail("the conversation has {} tokens, more than the context of {} (use -c)",
-           req.prompt.size(), n_ctx);
+    req.prompt_text = std::move(prompt.text);
+    req.context_limit = n_ctx;  // the prompt and one generated token must fit
     req.temperature = o.temperature;
     req.seed = seed++;
     req.max_tokens = o.n_predict;
-    chat::ReplyStream reply(formatter.reasoning_splitter(prompt));
+    chat::ReplyStream reply(formatter.reasoning_splitter(prompt.rendered));
     std::string error;
     req.on_event = [&](const EngineEvent& e) {
       const chat::ReasoningDelta d = reply.push(e);
@@ -79,6 +77,9 @@ int run_chat(const ChatOptions& o) {
       if (e.kind == EngineEvent::Kind::Finished && e.reason == FinishReason::Error) error = e.error;
     };
     SubmitResult r = engine.submit(std::move(req));
+    if (r.context_exceeded)
+      fail("the conversation has {} tokens, more than the context of {} (use -c)", r.prompt_tokens,
+           n_ctx);
     if (!r.ok()) fail("{}", r.error);
     engine.run_until_idle();
     if (!error.empty()) fail("generation failed: {}", error);

@@ -104,6 +104,33 @@ bool piece_ends(const Tokenizer& tok, std::span<const int32_t> tokens, std::stri
   return at == text.size();
 }
 
+// A text prompt's ids and the text each token ends at (when the pieces reproduce the text).
+struct TextIds {
+  size_t n_lead = 0;
+  bool has_text = false;
+  std::vector<uint32_t> ends;
+};
+
+// Fills r.prompt from r.prompt_text: its own ids when the caller tokenized it already,
+// otherwise the text is tokenized here (once).
+TextIds tokenize_text(const Tokenizer& tok, GenerationRequest& r) {
+  TextPrompt& tp = r.prompt_text;
+  TextIds out;
+  r.prompt = lead_tokens(tok, tp);
+  out.n_lead = r.prompt.size();
+  if (!tp.tokens.empty()) {
+    r.prompt = std::move(tp.tokens);
+    tp.tokens.clear();
+  } else {
+    const std::vector<int32_t> body = encode_text(tok, tp.text, tp, 0);
+    r.prompt.insert(r.prompt.end(), body.begin(), body.end());
+  }
+  out.ends.assign(out.n_lead, 0);
+  out.has_text = r.prompt.size() >= out.n_lead &&
+                 piece_ends(tok, std::span(r.prompt).subspan(out.n_lead), tp.text, 0, out.ends);
+  return out;
+}
+
 // The plain chain of requests without `sampling`: softmax(logits / T), greedy at T = 0.
 SamplerParams plain_sampling(const GenerationRequest& r) {
   SamplerParams p;
@@ -117,6 +144,13 @@ SamplerParams plain_sampling(const GenerationRequest& r) {
 }
 
 }  // namespace
+
+std::vector<int32_t> tokenize_prompt(const Tokenizer& tok, const TextPrompt& prompt) {
+  std::vector<int32_t> ids = lead_tokens(tok, prompt);
+  const std::vector<int32_t> body = encode_text(tok, prompt.text, prompt, 0);
+  ids.insert(ids.end(), body.begin(), body.end());
+  return ids;
+}
 
 Engine::Engine(const Model& model, const Tokenizer& tokenizer, EngineOptions options,
                ops::ThreadPool& pool)
@@ -144,19 +178,19 @@ Engine::~Engine() {
 }
 
 SubmitResult Engine::submit(GenerationRequest request) {
-  bool has_text = false;
-  std::vector<uint32_t> ends;
-  size_t n_lead = 0;
-  if (request.prompt.empty() && !request.prompt_text.text.empty()) {
-    const TextPrompt& tp = request.prompt_text;
-    request.prompt = lead_tokens(tok_, tp);
-    n_lead = request.prompt.size();
-    const std::vector<int32_t> body = encode_text(tok_, tp.text, tp, 0);
-    request.prompt.insert(request.prompt.end(), body.begin(), body.end());
-    ends.assign(n_lead, 0);
-    has_text = piece_ends(tok_, body, tp.text, 0, ends);
-  }
+  TextIds text_ids;
+  if (request.prompt.empty() && !request.prompt_text.text.empty())
+    text_ids = tokenize_text(tok_, request);
   if (request.prompt.empty()) return {-1, "the prompt has no tokens"};
+  const auto n_prompt = static_cast<int64_t>(request.prompt.size());
+  if (request.context_limit > 0) {
+    if (n_prompt + request.context_reserve > request.context_limit)
+      return {-1,
+              fmt::format("the prompt has {} tokens; with {} more it exceeds the context of {}",
+                          n_prompt, request.context_reserve, request.context_limit),
+              n_prompt, true};
+    if (request.max_tokens < 0) request.max_tokens = request.context_limit - n_prompt;
+  }
   if (request.max_tokens < 0) return {-1, "max_tokens must be >= 0"};
   for (int32_t id : request.prompt)
     if (id < 0 || id >= model_.hparams().n_vocab)
@@ -179,11 +213,11 @@ SubmitResult Engine::submit(GenerationRequest request) {
     return {-1, e.what()};
   }
   s->tokens = s->req.prompt;
-  s->has_text = has_text;
-  s->n_lead = n_lead;
-  if (has_text) {
+  s->has_text = text_ids.has_text;
+  s->n_lead = text_ids.n_lead;
+  if (s->has_text) {
     s->text = s->req.prompt_text.text;
-    s->text_ends = std::move(ends);
+    s->text_ends = std::move(text_ids.ends);
   }
   s->stats.prompt_tokens = static_cast<int64_t>(s->tokens.size());
   s->submitted = Clock::now();
@@ -195,7 +229,7 @@ SubmitResult Engine::submit(GenerationRequest request) {
   inbox_.push_back(std::move(s));
   ++pending_;
   cv_.notify_one();
-  return {id, ""};
+  return {id, "", n_prompt};
 }
 
 void Engine::cancel(int64_t id) {

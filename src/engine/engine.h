@@ -65,10 +65,16 @@ struct EngineMetrics {
 };
 
 struct SubmitResult {
-  int64_t id = -1;    // -1 when refused
-  std::string error;  // why (queue full, invalid request)
+  int64_t id = -1;                // -1 when refused
+  std::string error;              // why (queue full, invalid request)
+  int64_t prompt_tokens = 0;      // once tokenized (also when refused for the context)
+  bool context_exceeded = false;  // refused by the request's context_limit
   bool ok() const { return id >= 0; }
 };
+
+// A text prompt's ids as the engine makes them: the vocabulary's lead tokens (BOS, with
+// add_special) then the text, special-token text parsed only inside special_ranges.
+std::vector<int32_t> tokenize_prompt(const Tokenizer& tok, const TextPrompt& prompt);
 
 class Engine {
  public:

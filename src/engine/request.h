@@ -56,6 +56,10 @@ struct TextPrompt {
   // ...only inside these byte ranges when non-empty (the chat template's own text, so message
   // content cannot inject control tokens)
   std::vector<std::pair<size_t, size_t>> special_ranges;
+  // The ids of the whole prompt (lead tokens included) when the caller has already tokenized
+  // it exactly as the engine would (tokenize_prompt, engine/engine.h); the engine then does not
+  // tokenize it again. Empty: the engine tokenizes `text`.
+  std::vector<int32_t> tokens;
 };
 
 struct GenerationRequest {
@@ -66,7 +70,12 @@ struct GenerationRequest {
   std::optional<SamplerParams> sampling;
   float temperature = 0.0f;
   uint64_t seed = 0;
-  int64_t max_tokens = 128;
+  int64_t max_tokens = 128;  // with context_limit, < 0: the rest of the context
+  // The caller's context rule, checked as soon as the prompt is tokenized (0: none): the prompt
+  // plus `context_reserve` tokens must fit in `context_limit`, or submit refuses with
+  // SubmitResult::context_exceeded and the prompt's token count (before anything is queued).
+  int64_t context_limit = 0;
+  int64_t context_reserve = 1;
   bool stop_at_eog = true;        // end on the vocabulary's end-of-generation tokens
   std::vector<std::string> stop;  // stop strings (matched across token boundaries; not emitted)
   int32_t n_probs = 0;  // (without `sampling`) report the chosen token's logprob and the top n

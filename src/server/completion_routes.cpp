@@ -151,7 +151,7 @@ void Server::Impl::handle_generation(Api api, const httplib::Request& http_req,
   ParsedRequest pr = parse_request(api, body);
   const ModelInfo& served = check_model(pr.model);
   if (api == Api::ChatCompletions) keep_client_order(pr, http_req.body);
-  BuiltPrompt bp = build_prompt(pr, *tok, model.n_ctx, formatter.get());
+  BuiltPrompt bp = build_prompt(pr, *tok, model.n_ctx, *formatter);
 
   Submitted g = submit(api, body, pr, bp);
   g.per_token = pr.logprobs;
@@ -180,13 +180,13 @@ void Server::Impl::handle_generation(Api api, const httplib::Request& http_req,
 
 Server::Impl::Submitted Server::Impl::submit(Api api, const json& body, const ParsedRequest& pr,
                                              const BuiltPrompt& bp) {
-  const int64_t prompt_n = static_cast<int64_t>(bp.tokens.size());
   GenerationRequest req;
   if (bp.from_tokens)
     req.prompt = bp.tokens;
   else
     req.prompt_text = bp.text;
-  req.max_tokens = pr.max_tokens.value_or(model.n_ctx - prompt_n);
+  // The engine tokenizes the prompt (once) and applies the context rule before anything runs.
+  set_context_rule(req, pr.max_tokens, model.n_ctx);
   req.stop = pr.stop;
   req.stop_at_eog = !pr.ignore_eos;
   apply_sampling(body, pr, vocab, req);
@@ -194,10 +194,11 @@ Server::Impl::Submitted Server::Impl::submit(Api api, const json& body, const Pa
   g.channel = std::make_shared<EventChannel>();
   req.on_event = [channel = g.channel](const EngineEvent& e) { channel->push(e); };
 
-  g.active = register_active(route_name(api), pr.stream, prompt_n, g.number);
+  g.active = register_active(route_name(api), pr.stream, 0, g.number);
   SubmitResult sub = engine->submit(std::move(req));
   if (!sub.ok()) {
     unregister_active(g.number);
+    if (sub.context_exceeded) check_context(sub.prompt_tokens, pr.max_tokens, model.n_ctx);
     if (sub.error.rfind("busy", 0) == 0) {
       ApiError e(503, fmt::format("the server is busy ({}); retry later", sub.error),
                  "server_error", "model", "server_busy");
@@ -207,7 +208,11 @@ Server::Impl::Submitted Server::Impl::submit(Api api, const json& body, const Pa
     throw ApiError(400, sub.error, "invalid_request_error", prompt_param(api), "invalid_value");
   }
   g.engine_id = sub.id;
-  g.active->engine_id = sub.id;
+  {
+    std::lock_guard lock(active_mu);
+    g.active->prompt_tokens = sub.prompt_tokens;
+    g.active->engine_id = sub.id;
+  }
   return g;
 }
 

@@ -1,5 +1,7 @@
 #include "tokenizer/tokenizer.h"
 
+#include <chrono>
+
 #include "tokenizer/bpe.h"
 #include "tokenizer/spm.h"
 #include "tokenizer/wpm.h"
@@ -35,32 +37,44 @@ Tokenizer Tokenizer::from_vocab(Vocab vocab, const BpeModel::Options& bpe_option
 
 std::vector<TokenId> Tokenizer::encode(std::string_view text, bool add_special,
                                        bool parse_special) const {
-  switch (vocab_->type()) {
-    case VocabType::Spm:
-      return spm_tokenize(*vocab_, text, add_special, parse_special);
-    case VocabType::Bpe:
-      return bpe_->tokenize(text, add_special, parse_special);
-    case VocabType::Wpm:
-      return wpm_->tokenize(text, add_special, parse_special);
-    default:
-      break;
-  }
-  fail("tokenizer model '{}' is not supported", vocab_->model());
+  return encode_impl(text, add_special, parse_special, nullptr);
 }
 
 std::vector<TokenId> Tokenizer::encode_with_control_ranges(std::string_view text, bool add_special,
                                                            const ByteRanges& ranges) const {
+  return encode_impl(text, add_special, true, &ranges);
+}
+
+std::vector<TokenId> Tokenizer::encode_impl(std::string_view text, bool add_special,
+                                            bool parse_special, const ByteRanges* ranges) const {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<TokenId> ids;
   switch (vocab_->type()) {
     case VocabType::Spm:
-      return spm_tokenize(*vocab_, text, add_special, true, &ranges);
-    case VocabType::Bpe:
-      return bpe_->tokenize(text, add_special, true, &ranges);
-    case VocabType::Wpm:
-      return wpm_->tokenize(text, add_special, true, &ranges);
-    default:
+      ids = spm_tokenize(*vocab_, text, add_special, parse_special, ranges);
       break;
+    case VocabType::Bpe:
+      ids = bpe_->tokenize(text, add_special, parse_special, ranges);
+      break;
+    case VocabType::Wpm:
+      ids = wpm_->tokenize(text, add_special, parse_special, ranges);
+      break;
+    default:
+      fail("tokenizer model '{}' is not supported", vocab_->model());
   }
-  fail("tokenizer model '{}' is not supported", vocab_->model());
+  counter_->calls.fetch_add(1, std::memory_order_relaxed);
+  counter_->bytes.fetch_add(static_cast<int64_t>(text.size()), std::memory_order_relaxed);
+  counter_->nanoseconds.fetch_add(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+          .count(),
+      std::memory_order_relaxed);
+  return ids;
+}
+
+EncodeStats Tokenizer::encode_stats() const {
+  return {counter_->calls.load(std::memory_order_relaxed),
+          counter_->bytes.load(std::memory_order_relaxed),
+          counter_->nanoseconds.load(std::memory_order_relaxed)};
 }
 
 std::string Tokenizer::decode(std::span<const TokenId> ids, const DecodeOptions& options) const {

@@ -8,6 +8,8 @@
 // cheap and share everything. A StreamingDetokenizer is per sequence.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -26,6 +28,14 @@ class File;
 }
 
 class WpmModel;
+
+// What encode and encode_with_control_ranges have done so far (for tests and benchmarks that
+// check how often a request path tokenizes): calls, input bytes, wall time.
+struct EncodeStats {
+  int64_t calls = 0;
+  int64_t bytes = 0;
+  int64_t nanoseconds = 0;
+};
 
 class Tokenizer {
  public:
@@ -61,6 +71,9 @@ class Tokenizer {
   // may outlive the Tokenizer).
   StreamingDetokenizer streaming_detokenizer(DecodeOptions options = {}) const;
 
+  // Counted over this tokenizer and its copies, since construction.
+  EncodeStats encode_stats() const;
+
   const Vocab& vocab() const { return *vocab_; }
   size_t n_vocab() const { return vocab_->n_tokens(); }
   TokenId bos() const { return vocab_->bos(); }
@@ -71,11 +84,18 @@ class Tokenizer {
   const BpeModel* bpe() const { return bpe_.get(); }
 
  private:
-  explicit Tokenizer(std::shared_ptr<const Vocab> vocab) : vocab_(std::move(vocab)) {}
+  struct EncodeCounter {
+    std::atomic<int64_t> calls{0}, bytes{0}, nanoseconds{0};
+  };
+  explicit Tokenizer(std::shared_ptr<const Vocab> vocab)
+      : vocab_(std::move(vocab)), counter_(std::make_shared<EncodeCounter>()) {}
+  std::vector<TokenId> encode_impl(std::string_view text, bool add_special, bool parse_special,
+                                   const ByteRanges* control_ranges) const;
 
   std::shared_ptr<const Vocab> vocab_;  // shared: copies are cheap, the address is stable
   std::shared_ptr<const BpeModel> bpe_;
   std::shared_ptr<const WpmModel> wpm_;
+  std::shared_ptr<EncodeCounter> counter_;
 };
 
 }  // namespace hearth

@@ -246,5 +246,59 @@ TEST(EngineEvents, EveryTokenEventCarriesAGeneratedId) {
   EXPECT_GE(tails, 1);
 }
 
+// Engine::submit tokenizes a text prompt once and says how many tokens it has; ids the caller
+// already made with tokenize_prompt are not tokenized again.
+TEST_F(ConversationCache, SubmitTokenizesOnceAndReportsTheCount) {
+  const std::string p = kSystem + user_turn("Count the tokens of this prompt, once.");
+  Waiter w;
+  GenerationRequest g = text_request(p, 2, w);
+  const auto want = static_cast<int64_t>(tokenize_prompt(*tok_, g.prompt_text).size());
+  const EncodeStats before = tok_->encode_stats();
+  const SubmitResult r = engine_->submit(std::move(g));
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.prompt_tokens, want);
+  EXPECT_EQ(w.wait().stats.prompt_tokens, want);
+  const EncodeStats after = tok_->encode_stats();
+  EXPECT_EQ(after.calls - before.calls, 1);
+  EXPECT_EQ(after.bytes - before.bytes, static_cast<int64_t>(p.size()));
+
+  Waiter w2;
+  // (Nothing in common with the first prompt: a text hit would tokenize the uncached tail.)
+  g = text_request("Plain text: these ids come with their text.", 2, w2);
+  g.prompt_text.tokens = tokenize_prompt(*tok_, g.prompt_text);
+  const auto n = static_cast<int64_t>(g.prompt_text.tokens.size());
+  const EncodeStats before2 = tok_->encode_stats();
+  const SubmitResult r2 = engine_->submit(std::move(g));
+  ASSERT_TRUE(r2.ok()) << r2.error;
+  EXPECT_EQ(r2.prompt_tokens, n);
+  EXPECT_EQ(w2.wait().stats.prompt_tokens, n);
+  EXPECT_EQ(tok_->encode_stats().calls, before2.calls);
+}
+
+// The caller's context rule is applied once the prompt is tokenized, before anything runs.
+TEST_F(ConversationCache, ContextRuleRefusesWithTheCountBeforeAnyPrefill) {
+  const std::string p = kSystem + user_turn("Will this fit?");
+  Waiter w;
+  GenerationRequest g = text_request(p, 100, w);
+  const auto n = static_cast<int64_t>(tokenize_prompt(*tok_, g.prompt_text).size());
+  g.context_limit = n + 99;
+  g.context_reserve = 100;
+  const int64_t prefilled = engine_->metrics().prefilled_tokens;
+  const SubmitResult r = engine_->submit(std::move(g));
+  EXPECT_FALSE(r.ok());
+  EXPECT_TRUE(r.context_exceeded);
+  EXPECT_EQ(r.prompt_tokens, n);
+  EXPECT_EQ(engine_->metrics().prefilled_tokens, prefilled);
+
+  // Exactly full fits; max_tokens < 0 takes the rest of the context.
+  Waiter w2;
+  g = text_request(p, -1, w2);
+  g.context_limit = n + 3;
+  g.stop_at_eog = false;
+  const SubmitResult ok = engine_->submit(std::move(g));
+  ASSERT_TRUE(ok.ok()) << ok.error;
+  EXPECT_EQ(w2.wait().stats.generated_tokens, 3);
+}
+
 }  // namespace
 }  // namespace hearth

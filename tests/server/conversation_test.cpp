@@ -82,6 +82,32 @@ test::RunningServer* Conversation::server_ = nullptr;
 
 const json kSystem = {{"role", "system"}, {"content", "You are a helpful assistant."}};
 
+// The prompt is tokenized once, by the engine: the server's context check uses its count.
+TEST_F(Conversation, ThePromptIsTokenizedOnce) {
+  std::string text = "A question nobody asked before:";
+  for (int i = 0; i < 60; ++i) text += " word" + std::to_string(i * 7919);
+  const EncodeStats before = backend_->tok->encode_stats();
+  const Reply r = chat(json::array({user(text)}), 2);
+  const EncodeStats after = backend_->tok->encode_stats();
+  ASSERT_GT(r.prompt, 0);
+  // The whole prompt is the text plus a few bytes of ChatML; a second full tokenization (as the
+  // server's own context check once made) would double it.
+  EXPECT_GE(after.bytes - before.bytes, static_cast<int64_t>(text.size()));
+  EXPECT_LT(after.bytes - before.bytes, static_cast<int64_t>(text.size()) * 3 / 2);
+
+  // Too long for the context: the same 400 with the counts, from the engine's count.
+  auto c = server_->client();
+  const json body = {{"messages", json::array({user(text)})}, {"max_tokens", 2040}};
+  auto res = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400);
+  const json err = json::parse(res->body)["error"];
+  EXPECT_EQ(err["code"], "context_length_exceeded") << res->body;
+  EXPECT_NE(err["message"].get<std::string>().find(std::to_string(r.prompt) + " in the prompt"),
+            std::string::npos)
+      << res->body;
+}
+
 TEST_F(Conversation, NextTurnFindsThePreviousPromptAndReply) {
   json messages = {kSystem, user("Name three rivers.")};
   const Reply a = chat(messages);
