@@ -5,21 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include "qwen3_shape.h"
+
 namespace hearth {
 namespace {
 
 using Kind = StepRow::Kind;
 
-HParams qwen3_06b() {
-  HParams hp;
-  hp.n_embd = 1024;
-  hp.n_layer = 28;
-  hp.n_head = 16;
-  hp.n_head_kv = 8;
-  hp.head_dim = 128;
-  hp.n_ff = 3072;
-  return hp;
-}
+using test::qwen3_06b;
 
 const StepCost kCost(qwen3_06b());
 

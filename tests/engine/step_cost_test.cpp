@@ -4,19 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include "qwen3_shape.h"
+
 namespace hearth {
 namespace {
 
-HParams qwen3_06b() {
-  HParams hp;
-  hp.n_embd = 1024;
-  hp.n_layer = 28;
-  hp.n_head = 16;
-  hp.n_head_kv = 8;
-  hp.head_dim = 128;
-  hp.n_ff = 3072;
-  return hp;
-}
+using test::qwen3_06b;
 
 TEST(StepCost, DepthEquivalentFromTheModelShape) {
   // Per token 2 · 15,728,640 weight operations per layer; per position 4 · 2,048; times 0.4.

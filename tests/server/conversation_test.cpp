@@ -43,12 +43,7 @@ class Conversation : public ::testing::Test {
     server_ = new test::RunningServer(ServerOptions{});
     server_->server.set_backend(*backend_->tok, *backend_->engine, backend_->info);
   }
-  static void TearDownTestSuite() {
-    delete server_;
-    delete backend_;
-    server_ = nullptr;
-    backend_ = nullptr;
-  }
+  static void TearDownTestSuite() { test::stop_suite(server_, backend_); }
   void SetUp() override {
     HEARTH_SHARED_OR_SKIP(path, "tokenizers/vocab-qwen3.gguf");
     (void)path;

@@ -31,12 +31,7 @@ class ReplyShapeTest : public ::testing::Test {
     server_ = new test::RunningServer(o);
     server_->server.set_backend(*backend_->tok, *backend_->engine, backend_->info);
   }
-  static void TearDownTestSuite() {
-    delete server_;
-    delete backend_;
-    server_ = nullptr;
-    backend_ = nullptr;
-  }
+  static void TearDownTestSuite() { test::stop_suite(server_, backend_); }
   void SetUp() override {
     HEARTH_SHARED_OR_SKIP(path, "models/stories260K.gguf");
     (void)path;

@@ -67,6 +67,14 @@ struct RunningServer {
   }
 };
 
+// Ends a test suite's server, then its backend (gtest's TearDownTestSuite).
+inline void stop_suite(RunningServer*& server, Backend*& backend) {
+  delete server;
+  delete backend;
+  server = nullptr;
+  backend = nullptr;
+}
+
 // A server with its own options; `with_model` loads stories260K (the caller has checked that it
 // exists) and the server turns ready, else it stays "loading".
 class ServingFixture {
