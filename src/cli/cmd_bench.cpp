@@ -88,7 +88,7 @@ double weight_bytes_per_token(const Model& m) {
 double attention_ops(const HParams& hp, int64_t depth, int64_t n) {
   double keys = 0;
   for (int64_t t = 0; t < n; ++t) keys += static_cast<double>(depth + t + 1);
-  return 4.0 * keys * static_cast<double>(hp.n_head * hp.head_dim * hp.n_layer);
+  return 4.0 * keys * static_cast<double>(hp.n_head * hp.head_dim * hp.n_kv_layers());
 }
 
 std::vector<int32_t> random_tokens(int64_t n, int64_t vocab, uint32_t seed) {

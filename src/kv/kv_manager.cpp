@@ -9,7 +9,7 @@
 namespace hearth {
 
 KvGeometry KvGeometry::for_model(const HParams& hp, TensorType kv_type, int64_t block_tokens) {
-  return {kv_layout_for(hp, kv_type, block_tokens), hp.n_layer};
+  return {kv_layout_for(hp, kv_type, block_tokens), hp.n_kv_layers()};
 }
 
 size_t KvGeometry::default_budget(int64_t max_seq_tokens, int max_running) const {

@@ -51,10 +51,15 @@ void BatchForward::forward(std::span<const SeqBatch> batch, const KvArena& kv,
                            std::vector<float>& logits) {
   const HParams& hp = model_.hparams();
   const ModelWeights& w = model_.weights();
-  if (kv.n_layer != hp.n_layer || kv.layout.n_kv_head != hp.n_head_kv ||
+  if (kv.n_layer != hp.n_kv_layers() || kv.layout.n_kv_head != hp.n_head_kv ||
       kv.layout.head_dim != hp.head_dim)
     fail("KV arena shape does not match the model");
 
+  if (model_.hparams().is_moe() || model_.hparams().has_recurrent_layers() ||
+      model_.hparams().has_sliding_window() || model_.hparams().attn_output_gate ||
+      model_.hparams().post_norms)
+    fail("{}: this forward path does not run architecture '{}' yet", model_.file().name(),
+         model_.hparams().arch_name);
   // Validate everything before touching the cache.
   int64_t T = 0, n_out = 0, max_pos = 0;
   const int64_t bt = kv.layout.block_tokens;

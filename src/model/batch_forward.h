@@ -24,6 +24,9 @@ struct SeqBatch {
   int64_t pos0 = 0;                 // tokens before pos0 already have K/V in the blocks
   std::span<const int32_t> blocks;  // block ids covering positions [0, pos0 + tokens.size())
   Logits logits = Logits::Last;
+  // Models with recurrent layers: the state slot (kv.state) holding the state after tokens
+  // [0, pos0), updated in place to the state after the batch's tokens. -1 otherwise.
+  int32_t state_slot = -1;
 };
 
 class BatchForward {

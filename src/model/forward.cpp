@@ -1,5 +1,6 @@
 #include "model/forward.h"
 
+#include <algorithm>
 #include <numeric>
 
 #include "util/error.h"
@@ -28,17 +29,30 @@ Forward::Forward(const Model& model, ForwardOptions options, ops::ThreadPool& po
   const HParams& hp = model.hparams();
   if (opt_.n_ctx <= 0) fail("context size must be positive, got {}", opt_.n_ctx);
   arena_.layout = kv_layout_for(hp, opt_.kv_type, opt_.kv_block_tokens);
-  arena_.n_layer = hp.n_layer;
+  arena_.n_layer = hp.n_kv_layers();
   const int64_t n_blocks = (opt_.n_ctx + opt_.kv_block_tokens - 1) / opt_.kv_block_tokens;
   arena_.n_blocks = static_cast<int32_t>(n_blocks);
   memory_.reset(new uint8_t[arena_.block_stride() * static_cast<size_t>(n_blocks)]);
   arena_.base = memory_.get();
   blocks_.resize(static_cast<size_t>(n_blocks));
   std::iota(blocks_.begin(), blocks_.end(), 0);
+  arena_.state = StateArena::layout_for(hp);
+  if (arena_.state.slot_floats > 0) {
+    state_.assign(static_cast<size_t>(arena_.state.slot_floats), 0.0f);
+    arena_.state.base = state_.data();
+    arena_.state.n_slots = 1;
+  }
 }
 
 void Forward::truncate(int64_t n) {
   if (n < 0 || n > n_past_) fail("cannot truncate a cache of {} positions to {}", n_past_, n);
+  // A recurrent state cannot be rolled back: only forgetting everything is possible.
+  if (!state_.empty() && n != n_past_) {
+    if (n != 0)
+      fail("cannot truncate a recurrent model's state from {} to {} positions (only to 0)", n_past_,
+           n);
+    std::fill(state_.begin(), state_.end(), 0.0f);
+  }
   n_past_ = n;
 }
 
@@ -48,7 +62,8 @@ std::vector<float> Forward::eval(std::span<const int32_t> tokens, bool all_logit
   if (n_past_ + T > opt_.n_ctx)
     fail("context is full: {} cached + {} new tokens exceed the context size {}", n_past_, T,
          opt_.n_ctx);
-  const SeqBatch seq{tokens, n_past_, blocks_, all_logits ? Logits::All : Logits::Last};
+  const SeqBatch seq{tokens, n_past_, blocks_, all_logits ? Logits::All : Logits::Last,
+                     state_.empty() ? -1 : 0};
   std::vector<float> logits = fwd_.forward(std::span(&seq, 1), arena_);
   n_past_ += T;
   return logits;

@@ -33,6 +33,7 @@ class Forward {
 
   int64_t n_past() const { return n_past_; }
   int64_t n_ctx() const { return opt_.n_ctx; }
+  // Forgets positions >= n. A model with recurrent layers can only go back to 0.
   void truncate(int64_t n);
   const Model& model() const { return fwd_.model(); }
   size_t kv_bytes_per_token() const { return arena_.bytes_per_token(); }
@@ -43,6 +44,7 @@ class Forward {
   std::unique_ptr<uint8_t[]> memory_;  // pages are touched only as the context fills
   KvArena arena_;
   std::vector<int32_t> blocks_;
+  std::vector<float> state_;  // the recurrent state slot (models with recurrent layers)
   int64_t n_past_ = 0;
 };
 

@@ -1,11 +1,15 @@
 // The model's view of KV memory: blocks of `layout.block_tokens` tokens, each holding every
-// layer's K then V block back to back. Who owns the memory and which blocks a sequence uses
-// (refcounts, prefix sharing) is the kv/ layer's business; the forward pass only addresses it.
+// attention layer's K then V block back to back (`n_layer` counts the layers with K/V:
+// HParams::kv_index maps a model layer to its place), and beside them the recurrent-state
+// slots of models with recurrent layers (model/state_arena.h). Who owns the memory and which
+// blocks a sequence uses (refcounts, prefix sharing) is the kv/ layer's business; the forward
+// pass only addresses it.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "model/state_arena.h"
 #include "ops/attention.h"
 
 namespace hearth {
@@ -15,6 +19,7 @@ struct KvArena {
   int64_t n_layer = 0;
   uint8_t* base = nullptr;
   int32_t n_blocks = 0;
+  StateArena state;  // recurrent layers' per-sequence state (no slots for attention-only models)
 
   size_t layer_stride() const { return 2 * layout.block_bytes(); }
   size_t block_stride() const { return layer_stride() * static_cast<size_t>(n_layer); }

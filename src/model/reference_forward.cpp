@@ -8,6 +8,11 @@ namespace hearth {
 
 ReferenceForward::ReferenceForward(const Model& model, int64_t n_ctx)
     : model_(model), n_ctx_(n_ctx) {
+  if (model_.hparams().is_moe() || model_.hparams().has_recurrent_layers() ||
+      model_.hparams().has_sliding_window() || model_.hparams().attn_output_gate ||
+      model_.hparams().post_norms)
+    fail("{}: this forward path does not run architecture '{}' yet", model_.file().name(),
+         model_.hparams().arch_name);
   const HParams& hp = model.hparams();
   if (n_ctx <= 0) fail("context size must be positive, got {}", n_ctx);
   rope_ = model.rope_config();

@@ -89,14 +89,126 @@ std::vector<float> vec(const gguf::TensorInfo& t) {
   return v;
 }
 
+// Expert e of a 3-D tensor [in, out, n_expert]: the e-th contiguous [out x in] matrix.
+std::vector<MatrixView> experts(const gguf::TensorInfo& t) {
+  std::vector<MatrixView> out;
+  MatrixView m = matrix(t);
+  const size_t bytes = m.row_stride * static_cast<size_t>(m.n_rows);
+  for (int64_t e = 0; e < t.ne[2]; ++e) {
+    MatrixView x = m;
+    x.data = m.data + static_cast<size_t>(e) * bytes;
+    x.name = fmt::format("{}[{}]", t.name, e);
+    out.push_back(x);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<MatrixView*> LayerWeights::matrices() {
+  std::vector<MatrixView*> out;
+  for (MatrixView* m :
+       {&wq, &wk, &wv, &wo, &w_gate, &w_up, &w_down, &router, &gate_shexp, &up_shexp, &down_shexp,
+        &ssm_qkv, &ssm_gate, &ssm_beta, &ssm_alpha, &ssm_out, &conv_in, &conv_out})
+    if (m->data != nullptr) out.push_back(m);
+  for (auto* v : {&gate_exps, &up_exps, &down_exps})
+    for (MatrixView& m : *v) out.push_back(&m);
+  return out;
+}
+
+ref::RopeConfig Model::rope_config_swa() const {
+  ref::RopeConfig r = rope_config();
+  if (hp_.has_sliding_window()) r.freq_base = hp_.rope_freq_base_swa;
+  return r;
+}
+
+namespace {
+
+using Found = std::map<std::string, const gguf::TensorInfo*>;
+
+void bind_attention(LayerWeights& L, const HParams& hp, const Found& found, int64_t l) {
+  auto get = [&](const char* suffix) -> const gguf::TensorInfo& {
+    return *found.at(layer_tensor(l, suffix));
+  };
+  L.wq = matrix(get("attn_q.weight"));
+  L.wk = matrix(get("attn_k.weight"));
+  L.wv = matrix(get("attn_v.weight"));
+  L.wo = matrix(get("attn_output.weight"));
+  if (hp.has_qkv_bias()) {
+    L.bq = vec(get("attn_q.bias"));
+    L.bk = vec(get("attn_k.bias"));
+    L.bv = vec(get("attn_v.bias"));
+  }
+  if (hp.has_qk_norm()) {
+    L.q_norm = vec(get("attn_q_norm.weight"));
+    L.k_norm = vec(get("attn_k_norm.weight"));
+  }
+}
+
+void bind_mixer(LayerWeights& L, const HParams& hp, const Found& found, int64_t l) {
+  auto get = [&](const char* suffix) -> const gguf::TensorInfo& {
+    return *found.at(layer_tensor(l, suffix));
+  };
+  switch (hp.kind(l)) {
+    case LayerKind::Attention:
+    case LayerKind::SlidingWindow:
+      bind_attention(L, hp, found, l);
+      break;
+    case LayerKind::DeltaNet:
+      L.ssm_qkv = matrix(get("attn_qkv.weight"));
+      L.ssm_gate = matrix(get("attn_gate.weight"));
+      L.ssm_beta = matrix(get("ssm_beta.weight"));
+      L.ssm_alpha = matrix(get("ssm_alpha.weight"));
+      L.ssm_out = matrix(get("ssm_out.weight"));
+      L.ssm_conv = vec(get("ssm_conv1d.weight"));
+      L.ssm_dt_bias = vec(get("ssm_dt.bias"));
+      L.ssm_a = vec(get("ssm_a"));
+      L.ssm_norm = vec(get("ssm_norm.weight"));
+      break;
+    case LayerKind::ShortConv:
+      L.conv_in = matrix(get("shortconv.in_proj.weight"));
+      L.conv_out = matrix(get("shortconv.out_proj.weight"));
+      L.conv = vec(get("shortconv.conv.weight"));
+      break;
+  }
+}
+
+void bind_ffn(LayerWeights& L, const HParams& hp, const Found& found, int64_t l) {
+  auto get = [&](const char* suffix) -> const gguf::TensorInfo& {
+    return *found.at(layer_tensor(l, suffix));
+  };
+  const bool qwen35 = hp.arch == Arch::Qwen35 || hp.arch == Arch::Qwen35Moe;
+  L.ffn_norm = vec(get(qwen35 ? "post_attention_norm.weight" : "ffn_norm.weight"));
+  if (hp.post_norms) {
+    L.post_attn_norm = vec(get("post_attention_norm.weight"));
+    L.post_ffw_norm = vec(get("post_ffw_norm.weight"));
+  }
+  if (!hp.is_moe()) {
+    L.w_gate = matrix(get("ffn_gate.weight"));
+    L.w_up = matrix(get("ffn_up.weight"));
+    L.w_down = matrix(get("ffn_down.weight"));
+    return;
+  }
+  L.router = matrix(get("ffn_gate_inp.weight"));
+  L.gate_exps = experts(get("ffn_gate_exps.weight"));
+  L.up_exps = experts(get("ffn_up_exps.weight"));
+  L.down_exps = experts(get("ffn_down_exps.weight"));
+  if (hp.n_ff_shexp > 0) {
+    L.gate_inp_shexp = vec(get("ffn_gate_inp_shexp.weight"));
+    L.gate_shexp = matrix(get("ffn_gate_shexp.weight"));
+    L.up_shexp = matrix(get("ffn_up_shexp.weight"));
+    L.down_shexp = matrix(get("ffn_down_shexp.weight"));
+  }
+}
+
 }  // namespace
 
 void Model::bind() {
-  std::map<std::string, const gguf::TensorInfo*> found;
+  Found found;
   for (const TensorSpec& spec : tensor_specs(hp_)) found[spec.name] = lookup(file_, spec, hp_);
 
   w_.token_embd = matrix(*found.at("token_embd.weight"));
-  w_.output_norm = vec(*found.at("output_norm.weight"));
+  w_.output_norm = vec(*found.at(output_norm_name(hp_)));
   if (const auto* out = found.at("output.weight")) {
     w_.output = matrix(*out);
   } else {
@@ -109,27 +221,9 @@ void Model::bind() {
   w_.layers.resize(static_cast<size_t>(hp_.n_layer));
   for (int64_t l = 0; l < hp_.n_layer; ++l) {
     LayerWeights& L = w_.layers[static_cast<size_t>(l)];
-    auto get = [&](const char* suffix) -> const gguf::TensorInfo& {
-      return *found.at(layer_tensor(l, suffix));
-    };
-    L.attn_norm = vec(get("attn_norm.weight"));
-    L.ffn_norm = vec(get("ffn_norm.weight"));
-    L.wq = matrix(get("attn_q.weight"));
-    L.wk = matrix(get("attn_k.weight"));
-    L.wv = matrix(get("attn_v.weight"));
-    L.wo = matrix(get("attn_output.weight"));
-    L.w_gate = matrix(get("ffn_gate.weight"));
-    L.w_up = matrix(get("ffn_up.weight"));
-    L.w_down = matrix(get("ffn_down.weight"));
-    if (hp_.has_qkv_bias()) {
-      L.bq = vec(get("attn_q.bias"));
-      L.bk = vec(get("attn_k.bias"));
-      L.bv = vec(get("attn_v.bias"));
-    }
-    if (hp_.has_qk_norm()) {
-      L.q_norm = vec(get("attn_q_norm.weight"));
-      L.k_norm = vec(get("attn_k_norm.weight"));
-    }
+    L.attn_norm = vec(*found.at(layer_tensor(l, "attn_norm.weight")));
+    bind_mixer(L, hp_, found, l);
+    bind_ffn(L, hp_, found, l);
   }
 }
 
@@ -146,7 +240,7 @@ void Model::repack() {
       todo.push_back(&m);
   };
   for (LayerWeights& L : w_.layers)
-    for (MatrixView* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) consider(*m);
+    for (MatrixView* m : L.matrices()) consider(*m);
   consider(w_.output);  // when tied, token_embd keeps the file's layout for row lookups
   if (todo.empty()) return;
 

@@ -18,11 +18,37 @@
 
 namespace hearth {
 
+// One layer's weights. Which members are bound depends on the layer's kind and the FFN
+// (hparams.h): an unused MatrixView has no data, an unused vector is empty.
 struct LayerWeights {
-  std::vector<float> attn_norm, ffn_norm;
-  MatrixView wq, wk, wv, wo, w_gate, w_up, w_down;
+  std::vector<float> attn_norm, ffn_norm;  // ffn_norm: qwen35's post_attention_norm
+  // Attention and sliding-window layers. wq has 2 x q_dim rows with an output gate (qwen35:
+  // head j's query then its gate, head after head).
+  MatrixView wq, wk, wv, wo;
   std::vector<float> bq, bk, bv;      // qwen2 only (empty otherwise)
-  std::vector<float> q_norm, k_norm;  // qwen3 only (empty otherwise)
+  std::vector<float> q_norm, k_norm;  // per-head q/k RMSNorm (qwen3 and later)
+  // gemma3's sandwich norms, applied to each sublayer's output before the residual add.
+  std::vector<float> post_attn_norm, post_ffw_norm;
+
+  // Dense FFN.
+  MatrixView w_gate, w_up, w_down;
+  // Mixture of experts: the router (F32, n_expert rows), then one view per expert into the 3-D
+  // tensors; qwen35moe's shared expert and its scalar gate.
+  MatrixView router;
+  std::vector<MatrixView> gate_exps, up_exps, down_exps;
+  MatrixView gate_shexp, up_shexp, down_shexp;
+  std::vector<float> gate_inp_shexp;
+
+  // Gated DeltaNet (qwen35). conv: channels x K taps (tap K-1 multiplies the current token).
+  MatrixView ssm_qkv, ssm_gate, ssm_beta, ssm_alpha, ssm_out;
+  std::vector<float> ssm_conv, ssm_dt_bias, ssm_a, ssm_norm;
+
+  // LFM2 short conv. conv: n_embd x l_cache taps.
+  MatrixView conv_in, conv_out;
+  std::vector<float> conv;
+
+  // Every bound matrix, for repacking and byte counts.
+  std::vector<MatrixView*> matrices();
 };
 
 struct ModelWeights {
@@ -47,9 +73,11 @@ class Model {
   uint64_t weight_bytes() const;  // bytes of all tensors as stored
   // RoPE parameters from the hyperparameters and rope_freqs (points into this model).
   ref::RopeConfig rope_config() const;
-  // Whether a prefix of a sequence's state can be reused and extended (true for attention-only
-  // models: K/V of position p depends on tokens [0, p] alone). A model with recurrent layers
-  // would say false, and the prefix cache then stays off for it.
+  // RoPE of the sliding-window layers (gemma3's own base); rope_config() otherwise.
+  ref::RopeConfig rope_config_swa() const;
+  // Whether a prefix of a sequence's state can be reused and extended: K/V of position p
+  // depends on tokens [0, p] alone. Recurrent layers need a state snapshot at the prefix's end
+  // as well (kv/ keeps those); without one the prefix cache stays off for them.
   bool supports_prefix_reuse() const { return true; }
 
  private:

@@ -228,3 +228,43 @@ TEST(ModelLoad, Q6_KMatricesAreRepackedForTheSimdKernels) {
 
 }  // namespace
 }  // namespace hearth
+
+namespace hearth {
+namespace {
+
+// Every file of ../shared/models/synthetic-arch binds: its keys give the layer kinds the
+// golden README describes, and every tensor is found with its shape.
+TEST(ModelLoad, NewArchitecturesBindWithTheirLayerKinds) {
+  HEARTH_SHARED_OR_SKIP(dir, "models/synthetic-arch");
+  const struct {
+    const char* name;
+    const char* kinds;
+    int64_t kv_layers, state_floats;
+  } cases[] = {
+      {"qwen3moe", "attention:2", 2, 0},
+      {"gemma3", "sliding-window:5,attention:1", 6, 0},
+      // 3 DeltaNet layers: conv history 3 x 512 + 4 heads of 64 x 64.
+      {"qwen35", "deltanet:3,attention:1", 1, 3 * (3 * 512 + 4 * 64 * 64)},
+      {"qwen35moe", "deltanet:3,attention:1", 1, 3 * (3 * 512 + 4 * 64 * 64)},
+      // 2 short-conv layers: 2 rows of 256.
+      {"lfm2", "shortconv:1,attention:1,shortconv:1,attention:1", 2, 2 * 2 * 256},
+  };
+  for (const auto& c : cases)
+    for (const char* type : {"F32", "Q8_0", "Q4_K"}) {
+      SCOPED_TRACE(std::string(c.name) + "-" + type);
+      auto m = Model::load(dir + "/" + c.name + "-" + type + ".gguf");
+      const HParams& hp = m->hparams();
+      EXPECT_EQ(hp.layer_kinds_string(), c.kinds);
+      EXPECT_EQ(hp.n_kv_layers(), c.kv_layers);
+      EXPECT_EQ(hp.recurrent_state_floats(), c.state_floats);
+      EXPECT_TRUE(m->weights().tied_output);
+      for (int64_t l = 0; l < hp.n_layer; ++l) {
+        const LayerWeights& L = m->weights().layers[static_cast<size_t>(l)];
+        EXPECT_EQ(L.gate_exps.size(), hp.is_moe() ? static_cast<size_t>(hp.n_expert) : 0u);
+        EXPECT_EQ(L.wq.data != nullptr, !hp.is_recurrent(l));
+      }
+    }
+}
+
+}  // namespace
+}  // namespace hearth
