@@ -50,6 +50,10 @@ struct EngineOptions {
   bool prefix_cache = true;  // reuse KV across requests (kv/prefix_cache.h)
   std::string cache_dir;     // disk tier for evicted blocks; empty: none
   uint64_t cache_disk_max = 8ull << 30;
+  // Hybrid models: the recurrent-state snapshots' budget (0: half the KV budget, at least one
+  // snapshot per sequence slot) and their finest interval in tokens (kv/kv_manager.h).
+  size_t snapshot_bytes = 0;
+  int64_t snapshot_interval = 16;
 };
 
 // A snapshot for metrics and introspection.
@@ -120,7 +124,7 @@ class Engine {
   void consume(const std::vector<Row>& rows, const std::vector<SeqBatch>& batch);
   bool sample(Sequence& s, std::span<const float> logits);
   void retire(const std::vector<Sequence*>& done);
-  static SeqFacts facts(const Sequence& s);
+  SeqFacts facts(const Sequence& s) const;
   std::vector<SeqFacts> running_facts() const;
   Sequence* find(int64_t id);
 

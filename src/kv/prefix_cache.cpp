@@ -6,9 +6,17 @@
 #include <optional>
 
 #include "kv/disk_tier.h"
+#include "kv/state_pool.h"
 #include "util/error.h"
 
 namespace hearth {
+
+struct PrefixCache::Snapshot {
+  int64_t used = 0;     // the state after the node's first `used` tokens (1..block_tokens)
+  int32_t slot = -1;    // in the state pool, owned by the cache
+  bool anchor = false;  // the end of a prompt, reply or branch: evicted after interval ones
+  uint64_t last_used = 0;
+};
 
 struct PrefixCache::Node {
   Node* parent = nullptr;
@@ -21,6 +29,7 @@ struct PrefixCache::Node {
   bool on_disk = false;        // a valid copy is on disk (or queued)
   uint64_t hash = kChainRoot;  // chain hash through this node
   uint64_t last_used = 0;
+  std::vector<Snapshot> snaps;  // recurrent caches: states at positions inside this node
 
   uint32_t text_begin(size_t i) const { return i == 0 ? 0 : ends[i - 1]; }
   // Takes this node's slice of a path's per-token text, starting at the path's token `pos`.
@@ -51,8 +60,11 @@ size_t common_prefix(std::span<const int32_t> a, std::span<const int32_t> b) {
 
 }  // namespace
 
-PrefixCache::PrefixCache(BlockPool& pool, DiskTier* disk)
-    : pool_(pool), disk_(disk), root_(std::make_unique<Node>()) {
+PrefixCache::PrefixCache(BlockPool& pool, DiskTier* disk, StatePool* states)
+    : pool_(pool),
+      disk_(disk),
+      root_(std::make_unique<Node>()),
+      states_(states && states->enabled() ? states : nullptr) {
   if (disk_) {
     if (disk_->block_bytes() != pool_.arena().block_stride())
       fail("cache: disk tier block size {} != pool block size {}", disk_->block_bytes(),
@@ -64,6 +76,8 @@ PrefixCache::PrefixCache(BlockPool& pool, DiskTier* disk)
 PrefixCache::~PrefixCache() {
   flush_to_disk();
   for (Node* n : resident_) pool_.release(n->block);
+  for (Node* n : snapped_)
+    for (const Snapshot& s : n->snaps) states_->release(s.slot);
 }
 
 // Rebuilds the tree from the disk tier's entries: every entry whose parent chain reaches the
@@ -157,7 +171,127 @@ PrefixMatch PrefixCache::take(const std::vector<Step>& path) {
   return m;
 }
 
-PrefixMatch PrefixCache::match(std::span<const int32_t> tokens, int64_t max_tokens) {
+// A recurrent cache resumes only where a snapshot is: the path is cut back to the last one
+// (that may end a match) and its state copied out before take() can evict anything.
+PrefixMatch PrefixCache::take_restoring(std::vector<Step>& path, int32_t state_slot,
+                                        const MayEnd& may_end) {
+  if (!states_) return take(path);
+  if (state_slot < 0) fail("cache: a recurrent match needs a state slot to restore into");
+  int64_t shared = 0;
+  for (const Step& st : path) shared += st.used;
+  Snapshot* snap = cut_to_snapshot(path, may_end);
+  int64_t at = 0;
+  for (const Step& st : path) at += st.used;
+  stats_.cut_tokens += shared - at;
+  if (snap) {
+    states_->copy(state_slot, snap->slot);
+    snap->last_used = ++tick_;
+    ++stats_.snapshot_hits;
+  }
+  PrefixMatch m = take(path);
+  m.n_shared = shared;
+  m.state_tokens = at;
+  return m;
+}
+
+// Keeps the longest prefix of `path` that ends at a snapshot; empty when there is none.
+PrefixCache::Snapshot* PrefixCache::cut_to_snapshot(std::vector<Step>& path,
+                                                    const MayEnd& may_end) {
+  std::vector<int64_t> start(path.size(), 0);
+  for (size_t i = 1; i < path.size(); ++i) start[i] = start[i - 1] + path[i - 1].used;
+  for (size_t i = path.size(); i-- > 0;) {
+    Snapshot* best = nullptr;
+    for (Snapshot& s : path[i].node->snaps) {
+      if (s.used > path[i].used || (best && s.used <= best->used)) continue;
+      if (may_end({path[i].node, s.used}, start[i] + s.used)) best = &s;
+    }
+    if (best) {
+      path.resize(i + 1);
+      path[i].used = best->used;
+      return best;
+    }
+  }
+  path.clear();
+  return nullptr;
+}
+
+// The node holding the last of `tokens` when all of them are a cached path, with how many of
+// its tokens they use; {nullptr, 0} otherwise.
+PrefixCache::Step PrefixCache::find_path(std::span<const int32_t> tokens) const {
+  const auto bt = static_cast<size_t>(pool_.block_tokens());
+  const Node* node = root_.get();
+  size_t pos = 0;
+  while (pos < tokens.size()) {
+    const auto chunk = tokens.subspan(pos, std::min(bt, tokens.size() - pos));
+    const Node* next = nullptr;
+    for (const auto& c : node->children)
+      if (c->tokens.size() >= chunk.size() && common_prefix(c->tokens, chunk) == chunk.size() &&
+          (!next || (next->block < 0 && c->block >= 0)))
+        next = c.get();
+    if (!next) return {nullptr, 0};
+    pos += chunk.size();
+    if (pos == tokens.size()) return {const_cast<Node*>(next), static_cast<int64_t>(chunk.size())};
+    node = next;
+  }
+  return {nullptr, 0};
+}
+
+bool PrefixCache::wants_snapshot(std::span<const int32_t> tokens) const {
+  if (!states_ || tokens.empty()) return false;
+  const Step at = find_path(tokens);
+  if (!at.node) return false;
+  return std::none_of(at.node->snaps.begin(), at.node->snaps.end(),
+                      [&](const Snapshot& s) { return s.used == at.used; });
+}
+
+void PrefixCache::add_snapshot(std::span<const int32_t> tokens, int32_t slot, bool anchor) {
+  if (!states_) fail("cache: a snapshot given to a cache without recurrent state");
+  const Step at = tokens.empty() ? Step{nullptr, 0} : find_path(tokens);
+  if (!at.node) {
+    states_->release(slot);
+    return;
+  }
+  for (Snapshot& s : at.node->snaps) {
+    if (s.used != at.used) continue;
+    s.anchor = s.anchor || anchor;
+    s.last_used = ++tick_;
+    states_->release(slot);
+    return;
+  }
+  at.node->snaps.push_back({at.used, slot, anchor, ++tick_});
+  snapped_.insert(at.node);
+  ++stats_.snapshots_inserted;
+}
+
+bool PrefixCache::evict_snapshot() {
+  Node* owner = nullptr;
+  size_t victim = 0;
+  auto older = [](const Snapshot& a, const Snapshot& b) {
+    if (a.anchor != b.anchor) return !a.anchor;  // interval snapshots go first
+    return a.last_used < b.last_used;
+  };
+  for (Node* n : snapped_)
+    for (size_t i = 0; i < n->snaps.size(); ++i)
+      if (!owner || older(n->snaps[i], owner->snaps[victim])) {
+        owner = n;
+        victim = i;
+      }
+  if (!owner) return false;
+  states_->release(owner->snaps[victim].slot);
+  owner->snaps.erase(owner->snaps.begin() + static_cast<std::ptrdiff_t>(victim));
+  if (owner->snaps.empty()) snapped_.erase(owner);
+  ++stats_.snapshot_evictions;
+  return true;
+}
+
+void PrefixCache::drop_snapshots(Node* n) {
+  for (const Snapshot& s : n->snaps) states_->release(s.slot);
+  n->snaps.clear();
+  snapped_.erase(n);
+}
+
+PrefixMatch PrefixCache::match(std::span<const int32_t> tokens, int64_t max_tokens,
+                               int32_t state_slot) {
   ++stats_.lookups;
   const int64_t limit = std::min<int64_t>(max_tokens, static_cast<int64_t>(tokens.size()));
   stats_.lookup_tokens += limit;
@@ -183,11 +317,11 @@ PrefixMatch PrefixCache::match(std::span<const int32_t> tokens, int64_t max_toke
     if (static_cast<int64_t>(best_len) < bt) break;
     node = best;
   }
-  return take(path);
+  return take_restoring(path, state_slot, [](const Step&, int64_t) { return true; });
 }
 
 PrefixMatch PrefixCache::match_text(std::span<const int32_t> lead, std::string_view text,
-                                    int64_t max_tokens) {
+                                    int64_t max_tokens, int32_t state_slot) {
   ++stats_.lookups;
   const int64_t bt = pool_.block_tokens();
   std::vector<Step> path;
@@ -229,15 +363,16 @@ PrefixMatch PrefixCache::match_text(std::span<const int32_t> lead, std::string_v
   }
   // A match may not end on a token without text (bytes of an incomplete character, emitted
   // with a later token): the text after it would repeat them.
-  while (!path.empty()) {
-    Step& st = path.back();
+  auto may_end = [&](const Step& st, int64_t end) {
     const auto i = static_cast<size_t>(st.used - 1);
-    const int64_t g = pos - 1;
-    if (g < static_cast<int64_t>(lead.size()) || st.node->text_begin(i) != st.node->ends[i]) break;
+    return end - 1 < static_cast<int64_t>(lead.size()) ||
+           st.node->text_begin(i) != st.node->ends[i];
+  };
+  while (!path.empty() && !may_end(path.back(), pos)) {
     --pos;
-    if (--st.used == 0) path.pop_back();
+    if (--path.back().used == 0) path.pop_back();
   }
-  PrefixMatch m = take(path);
+  PrefixMatch m = take_restoring(path, state_slot, may_end);
   stats_.lookup_tokens += m.n_tokens();  // the rest is counted by the caller as new
   return m;
 }
@@ -273,18 +408,26 @@ void PrefixCache::insert(std::span<const int32_t> tokens, std::span<const int32_
       pool_.release(block);
       break;
     } else {
-      // A shorter partial sibling that this chunk extends is superseded, unless in use.
+      // A shorter partial sibling that this chunk extends is superseded, unless in use; its
+      // snapshots (states after tokens this chunk starts with) move to the new node.
+      std::vector<Snapshot> moved;
       for (size_t k = 0; k < node->children.size();) {
         Node* c = node->children[k].get();
         const bool superseded = c->tokens.size() < len && c->children.empty() &&
                                 common_prefix(c->tokens, chunk) == c->tokens.size() &&
                                 (c->block < 0 || pool_.refcount(c->block) == 1);
-        if (superseded)
-          remove(c);
-        else
+        if (!superseded) {
           ++k;
+          continue;
+        }
+        moved.insert(moved.end(), c->snaps.begin(), c->snaps.end());
+        c->snaps.clear();
+        snapped_.erase(c);
+        remove(c);
       }
       auto n = std::make_unique<Node>();
+      n->snaps = std::move(moved);
+      if (!n->snaps.empty()) snapped_.insert(n.get());
       n->parent = node;
       n->tokens.assign(chunk.begin(), chunk.end());
       n->block = block;
@@ -306,6 +449,7 @@ void PrefixCache::insert(std::span<const int32_t> tokens, std::span<const int32_
 
 void PrefixCache::remove(Node* n) {
   while (!n->children.empty()) remove(n->children.back().get());
+  if (!n->snaps.empty()) drop_snapshots(n);
   if (n->block >= 0) {
     pool_.release(n->block);
     resident_.erase(n);
@@ -368,6 +512,7 @@ void PrefixCache::flush_to_disk() {
 PrefixCacheStats PrefixCache::stats() const {
   PrefixCacheStats s = stats_;
   s.resident_blocks = static_cast<int64_t>(resident_.size());
+  for (const Node* n : snapped_) s.snapshots += static_cast<int64_t>(n->snaps.size());
   return s;
 }
 
