@@ -89,7 +89,7 @@ int64_t KvManager::attach(int64_t id, std::span<const int32_t> tokens, const Tex
     }
   }
   if (cache_ && m.blocks.empty())
-    m = cache_->match(tokens, static_cast<int64_t>(tokens.size()) - 1, slot);
+    m = cache_->match(tokens, std::min(max_tokens, static_cast<int64_t>(tokens.size()) - 1), slot);
   if (recurrent()) {
     // The state must cover exactly the matched tokens; a match cut short (a block that could
     // not be read back) recomputes from the start.
