@@ -615,6 +615,7 @@ void Engine::publish_metrics() {
   m.kv_blocks = kv_.n_blocks();
   m.kv_blocks_free = kv_.pool().n_free();
   m.kv_bytes_per_token = kv_bytes_per_token();
+  m.state_slot_bytes = kv_.states().slot_bytes();
   if (auto cache = kv_.cache_stats()) {
     m.cache = *cache;
     m.kv_blocks_cache_only = kv_.cache_only_blocks();

@@ -62,6 +62,7 @@ struct EngineMetrics {
   int32_t kv_blocks = 0, kv_blocks_free = 0;
   int64_t kv_blocks_cache_only = 0;  // held by the prefix cache alone (reclaimable)
   size_t kv_bytes_per_token = 0;
+  size_t state_slot_bytes = 0;  // one sequence's (or snapshot's) recurrent state; 0: none
   PrefixCacheStats cache;
   DiskTierStats disk;
   int64_t prompt_tokens = 0, cached_tokens = 0, prefilled_tokens = 0, generated_tokens = 0;
