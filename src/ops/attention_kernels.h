@@ -44,6 +44,18 @@ struct AttnTask {
   float* out = nullptr;
   int64_t row_stride = 0;
   float scale = 1.0f;
+  int64_t window = 0;  // AttentionArgs::window
+
+  // First position query row r sees, and the first tile a task of these rows visits.
+  int64_t first_pos(int64_t r) const {
+    return window > 0 ? std::max<int64_t>(0, pos_first + r - window + 1) : 0;
+  }
+  int64_t first_tile() const { return first_pos(0) / kAttnTile * kAttnTile; }
+  // Rows [0, end_row(j0)) see some position of the tile at j0 (the others start after it).
+  int64_t end_row(int64_t j0) const {
+    return window > 0 ? std::clamp<int64_t>(j0 + kAttnTile + window - 1 - pos_first, 0, n_rows)
+                      : n_rows;
+  }
 };
 
 // Encoded row of KV head `head` at absolute position `pos` in one of the view's block lists.
