@@ -202,7 +202,9 @@ bool KvManager::finish_turn(const SeqView& s) {
   // it runs once more (no logits), and then the whole sequence is cached. What is computed is
   // cached now, so a request matched before that row still finds it.
   if (cache_ && s.n_computed > 0 && s.n_computed + 1 == static_cast<int64_t>(s.tokens.size())) {
-    cache_unfinished(s);
+    // Not an anchor yet: the completing row's snapshot after the whole reply is where the next
+    // turn resumes; this one becomes an anchor if that row never runs (cache_finished here).
+    cache_path(s, false);
     return true;
   }
   cache_finished(s);
@@ -228,7 +230,7 @@ void KvManager::cache_path(const SeqView& s, bool anchor) {
 void KvManager::snapshot(const SeqView& s, int32_t working, bool anchor) {
   if (!recurrent() || working < 0 || s.n_computed <= 0) return;
   const auto path = s.tokens.first(static_cast<size_t>(s.n_computed));
-  if (!cache_->wants_snapshot(path)) return;
+  if (!cache_->wants_snapshot(path, anchor)) return;
   std::optional<int32_t> slot = states_.allocate_snapshot();
   while (!slot && cache_->evict_snapshot()) slot = states_.allocate_snapshot();
   if (!slot) return;

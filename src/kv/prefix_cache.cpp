@@ -236,12 +236,16 @@ PrefixCache::Step PrefixCache::find_path(std::span<const int32_t> tokens) const 
   return {nullptr, 0};
 }
 
-bool PrefixCache::wants_snapshot(std::span<const int32_t> tokens) const {
+bool PrefixCache::wants_snapshot(std::span<const int32_t> tokens, bool anchor) {
   if (!states_ || tokens.empty()) return false;
   const Step at = find_path(tokens);
   if (!at.node) return false;
-  return std::none_of(at.node->snaps.begin(), at.node->snaps.end(),
-                      [&](const Snapshot& s) { return s.used == at.used; });
+  for (Snapshot& s : at.node->snaps) {
+    if (s.used != at.used) continue;
+    s.anchor = s.anchor || anchor;
+    return false;
+  }
+  return true;
 }
 
 void PrefixCache::add_snapshot(std::span<const int32_t> tokens, int32_t slot, bool anchor) {

@@ -102,8 +102,9 @@ class PrefixCache {
                          int32_t state_slot = -1);
 
   // Recurrent caches: whether `tokens` is a cached path (all of it) without a snapshot at its
-  // end, i.e. whether add_snapshot() would keep one there.
-  bool wants_snapshot(std::span<const int32_t> tokens) const;
+  // end, i.e. whether add_snapshot() would keep one there. With `anchor`, a snapshot already
+  // there becomes an anchor.
+  bool wants_snapshot(std::span<const int32_t> tokens, bool anchor = false);
   // Takes over snapshot `slot`: the state after `tokens`, kept at the end of their cached path
   // (an anchor: evicted after interval snapshots). Released when the path is not cached or
   // already has one there.

@@ -1,17 +1,17 @@
 // Recurrent-state snapshots in the prefix cache, through the KV manager, with a stand-in for the
-// forward pass: a state that is an exact function of every token so far (as a real recurrent
-// state is), so a restored state is right only if it was taken after exactly the matched tokens.
+// forward pass (kv/fake_recurrence.h).
 #include <gtest/gtest.h>
 
 #include <numeric>
 #include <vector>
 
+#include "kv/fake_recurrence.h"
 #include "kv/kv_manager.h"
 
 namespace hearth {
 namespace {
 
-constexpr int64_t kFloats = 4;
+constexpr int64_t kFloats = test::kFakeStateFloats;
 
 KvGeometry hybrid_geometry() {
   KvGeometry g;
@@ -34,43 +34,17 @@ KvCacheOptions options(size_t snapshot_slots = 64) {
   return c;
 }
 
-// The stand-in recurrence: small integers, exact in f32.
-void advance(float* s, int32_t token) {
-  s[0] += 1;                                 // tokens seen
-  s[1] += static_cast<float>(token) * s[0];  // position-weighted sum
-  s[2] = static_cast<float>(token);          // last token
-  s[3] = static_cast<float>((static_cast<int64_t>(s[3]) * 31 + token) % 65521);
-}
-
-std::vector<float> state_after(std::span<const int32_t> tokens) {
-  std::vector<float> s(kFloats, 0.0f);
-  for (int32_t t : tokens) advance(s.data(), t);
-  return s;
-}
+using test::compute;
+using test::state_after;
 
 std::vector<float> slot_of(const KvManager& kv, int64_t id) {
-  const float* p = kv.arena().state.slot(kv.state_slot(id));
-  return {p, p + kFloats};
+  return test::fake_state_of(kv, id);
 }
 
 std::vector<int32_t> iota_tokens(int n, int32_t from = 100) {
   std::vector<int32_t> t(static_cast<size_t>(n));
   std::iota(t.begin(), t.end(), from);
   return t;
-}
-
-// Computes tokens [from, to) as the engine would: chunks end where the manager wants a
-// snapshot, and it is told after each chunk.
-void compute(KvManager& kv, int64_t id, std::span<const int32_t> tokens, int64_t from, int64_t to) {
-  for (int64_t at = from; at < to;) {
-    const int64_t stop = kv.snapshot_stop(id, at);
-    const int64_t end = stop > at ? std::min(stop, to) : to;
-    ASSERT_TRUE(kv.allocate_slots(id, at, end - at));
-    float* s = kv.arena().state.slot(kv.state_slot(id));
-    for (int64_t p = at; p < end; ++p) advance(s, tokens[static_cast<size_t>(p)]);
-    at = end;
-    kv.computed({id, tokens, at, {}});
-  }
 }
 
 // Admits a prompt and prefills it; returns the tokens the cache covered.
