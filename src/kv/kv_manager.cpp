@@ -54,10 +54,16 @@ KvManager::KvManager(const KvGeometry& geometry, size_t budget_bytes, const KvCa
     const ops::KvLayout& l = geometry_.layout;
     const std::string identity = fmt::format("{}-{}-b{}-l{}", cache.model_hash, type_name(l.type),
                                              l.block_tokens, geometry_.n_layer);
-    disk_ = std::make_unique<DiskTier>(cache.dir, identity, pool_.arena().block_stride(),
-                                       cache.disk_max);
+    // Hybrid models: the snapshots (whose contents also depend on the KV type, through the
+    // attention layers before them) get their own files and half of the disk budget.
+    const uint64_t share = recurrent() ? cache.disk_max / 2 : cache.disk_max;
+    disk_ = std::make_unique<DiskTier>(cache.dir, identity, pool_.arena().block_stride(), share);
+    if (recurrent())
+      state_disk_ = std::make_unique<DiskTier>(
+          cache.dir, fmt::format("{}-state-f{}", identity, geometry_.state.slot_floats),
+          states_.slot_bytes(), share);
   }
-  cache_ = std::make_unique<PrefixCache>(pool_, disk_.get(), &states_);
+  cache_ = std::make_unique<PrefixCache>(pool_, disk_.get(), &states_, state_disk_.get());
 }
 
 KvManager::~KvManager() {
@@ -66,6 +72,7 @@ KvManager::~KvManager() {
   seqs_.clear();
   cache_.reset();
   disk_.reset();
+  state_disk_.reset();
 }
 
 // A text prompt is matched by text first, so a previous reply that re-tokenizes differently still
@@ -299,6 +306,10 @@ std::optional<PrefixCacheStats> KvManager::cache_stats() const {
 
 DiskTierStats KvManager::disk_stats() const {
   return disk_ ? disk_->stats() : DiskTierStats{};
+}
+
+DiskTierStats KvManager::snapshot_disk_stats() const {
+  return state_disk_ ? state_disk_->stats() : DiskTierStats{};
 }
 
 }  // namespace hearth

@@ -46,7 +46,9 @@
 //   plain fact (SeqFacts::stop_at), and after each step computed() takes the snapshot when the
 //   sequence lands on one (inserting its path into the cache, like cache_unfinished).
 //   Snapshots have their own budget (KvCacheOptions::snapshot_bytes) and LRU eviction, interval
-//   snapshots before anchors; they are memory-only (no disk-tier files yet).
+//   snapshots before anchors. With a cache directory they have their own disk tier beside the
+//   blocks' (DIR/<blocks' identity>-state-f<slot floats>/, half of disk_max each): an evicted
+//   snapshot is written there and read back on a hit, and all are written at shutdown.
 // The scheduler only ever asks "does this sequence fit N more tokens" (allocate_slots), is told
 // "one more cache-only token row" (finish_turn) and "end the chunk at" (snapshot_stop); all stay
 // the same for every layer kind.
@@ -189,7 +191,8 @@ class KvManager {
   // Blocks held by the prefix cache alone (reclaimable).
   int64_t cache_only_blocks() const;
   std::optional<PrefixCacheStats> cache_stats() const;
-  DiskTierStats disk_stats() const;  // zeros without a disk tier
+  DiskTierStats disk_stats() const;           // zeros without a disk tier
+  DiskTierStats snapshot_disk_stats() const;  // the snapshots' files (hybrid models)
 
  private:
   std::optional<int32_t> allocate_block();  // evicts cached blocks while the pool is empty
@@ -208,6 +211,7 @@ class KvManager {
   StatePool states_;  // before cache_: the cache's snapshots go back to it
   KvArena arena_;
   std::unique_ptr<DiskTier> disk_;
+  std::unique_ptr<DiskTier> state_disk_;  // hybrid models: the snapshots' files
   std::unique_ptr<PrefixCache> cache_;
   std::unordered_map<int64_t, SeqKvState> seqs_;
 };

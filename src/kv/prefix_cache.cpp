@@ -1,5 +1,7 @@
 #include "kv/prefix_cache.h"
 
+#include "kv/prefix_cache_node.h"
+
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -11,65 +13,23 @@
 
 namespace hearth {
 
-struct PrefixCache::Snapshot {
-  int64_t used = 0;     // the state after the node's first `used` tokens (1..block_tokens)
-  int32_t slot = -1;    // in the state pool, owned by the cache
-  bool anchor = false;  // the end of a prompt, reply or branch: evicted after interval ones
-  uint64_t last_used = 0;
-};
-
-struct PrefixCache::Node {
-  Node* parent = nullptr;
-  std::vector<std::unique_ptr<Node>> children;
-  std::vector<int32_t> tokens;  // 1..block_tokens; fewer only in a leaf
-  bool has_text = false;
-  std::string text;
-  std::vector<uint32_t> ends;  // per token, into `text`
-  int32_t block = -1;          // -1: not in memory (on disk)
-  bool on_disk = false;        // a valid copy is on disk (or queued)
-  uint64_t hash = kChainRoot;  // chain hash through this node
-  uint64_t last_used = 0;
-  std::vector<Snapshot> snaps;  // recurrent caches: states at positions inside this node
-
-  uint32_t text_begin(size_t i) const { return i == 0 ? 0 : ends[i - 1]; }
-  // Takes this node's slice of a path's per-token text, starting at the path's token `pos`.
-  void set_text(const TokenText& path, size_t pos) {
-    const size_t len = tokens.size();
-    const uint32_t b0 = pos == 0 ? 0 : path.ends[pos - 1];
-    has_text = true;
-    text = std::string(path.text.substr(b0, path.ends[pos + len - 1] - b0));
-    ends.resize(len);
-    for (size_t i = 0; i < len; ++i) ends[i] = path.ends[pos + i] - b0;
-  }
-  DiskEntry disk_entry() const { return {hash, parent->hash, tokens, has_text, text, ends}; }
-  bool has_resident_child() const {
-    for (const auto& c : children)
-      if (c->block >= 0) return true;
-    return false;
-  }
-};
-
-namespace {
-
-size_t common_prefix(std::span<const int32_t> a, std::span<const int32_t> b) {
-  const size_t n = std::min(a.size(), b.size());
-  size_t i = 0;
-  while (i < n && a[i] == b[i]) ++i;
-  return i;
-}
-
-}  // namespace
-
-PrefixCache::PrefixCache(BlockPool& pool, DiskTier* disk, StatePool* states)
+PrefixCache::PrefixCache(BlockPool& pool, DiskTier* disk, StatePool* states, DiskTier* state_disk)
     : pool_(pool),
       disk_(disk),
       root_(std::make_unique<Node>()),
-      states_(states && states->enabled() ? states : nullptr) {
+      states_(states && states->enabled() ? states : nullptr),
+      state_disk_(states_ && disk ? state_disk : nullptr) {
   if (disk_) {
     if (disk_->block_bytes() != pool_.arena().block_stride())
       fail("cache: disk tier block size {} != pool block size {}", disk_->block_bytes(),
            pool_.arena().block_stride());
     adopt_disk_nodes();
+  }
+  if (state_disk_) {
+    if (state_disk_->block_bytes() != states_->slot_bytes())
+      fail("cache: snapshot disk tier slot size {} != state slot size {}",
+           state_disk_->block_bytes(), states_->slot_bytes());
+    adopt_disk_snapshots();
   }
 }
 
@@ -77,7 +37,8 @@ PrefixCache::~PrefixCache() {
   flush_to_disk();
   for (Node* n : resident_) pool_.release(n->block);
   for (Node* n : snapped_)
-    for (const Snapshot& s : n->snaps) states_->release(s.slot);
+    for (const Snapshot& s : n->snaps)
+      if (s.slot >= 0) states_->release(s.slot);
 }
 
 // Rebuilds the tree from the disk tier's entries: every entry whose parent chain reaches the
@@ -169,129 +130,6 @@ PrefixMatch PrefixCache::take(const std::vector<Step>& path) {
   stats_.hit_tokens += m.n_tokens();
   stats_.disk_hit_tokens += m.disk_tokens;
   return m;
-}
-
-// A recurrent cache resumes only where a snapshot is: the path is cut back to the last one
-// (that may end a match) and its state copied out before take() can evict anything.
-PrefixMatch PrefixCache::take_restoring(std::vector<Step>& path, int32_t state_slot,
-                                        const MayEnd& may_end) {
-  if (!states_) return take(path);
-  if (state_slot < 0) fail("cache: a recurrent match needs a state slot to restore into");
-  int64_t shared = 0;
-  for (const Step& st : path) shared += st.used;
-  Snapshot* snap = cut_to_snapshot(path, may_end);
-  int64_t at = 0;
-  for (const Step& st : path) at += st.used;
-  stats_.cut_tokens += shared - at;
-  if (snap) {
-    states_->copy(state_slot, snap->slot);
-    snap->last_used = ++tick_;
-    ++stats_.snapshot_hits;
-  }
-  PrefixMatch m = take(path);
-  m.n_shared = shared;
-  m.state_tokens = at;
-  return m;
-}
-
-// Keeps the longest prefix of `path` that ends at a snapshot; empty when there is none.
-PrefixCache::Snapshot* PrefixCache::cut_to_snapshot(std::vector<Step>& path,
-                                                    const MayEnd& may_end) {
-  std::vector<int64_t> start(path.size(), 0);
-  for (size_t i = 1; i < path.size(); ++i) start[i] = start[i - 1] + path[i - 1].used;
-  for (size_t i = path.size(); i-- > 0;) {
-    Snapshot* best = nullptr;
-    for (Snapshot& s : path[i].node->snaps) {
-      if (s.used > path[i].used || (best && s.used <= best->used)) continue;
-      if (may_end({path[i].node, s.used}, start[i] + s.used)) best = &s;
-    }
-    if (best) {
-      path.resize(i + 1);
-      path[i].used = best->used;
-      return best;
-    }
-  }
-  path.clear();
-  return nullptr;
-}
-
-// The node holding the last of `tokens` when all of them are a cached path, with how many of
-// its tokens they use; {nullptr, 0} otherwise.
-PrefixCache::Step PrefixCache::find_path(std::span<const int32_t> tokens) const {
-  const auto bt = static_cast<size_t>(pool_.block_tokens());
-  const Node* node = root_.get();
-  size_t pos = 0;
-  while (pos < tokens.size()) {
-    const auto chunk = tokens.subspan(pos, std::min(bt, tokens.size() - pos));
-    const Node* next = nullptr;
-    for (const auto& c : node->children)
-      if (c->tokens.size() >= chunk.size() && common_prefix(c->tokens, chunk) == chunk.size() &&
-          (!next || (next->block < 0 && c->block >= 0)))
-        next = c.get();
-    if (!next) return {nullptr, 0};
-    pos += chunk.size();
-    if (pos == tokens.size()) return {const_cast<Node*>(next), static_cast<int64_t>(chunk.size())};
-    node = next;
-  }
-  return {nullptr, 0};
-}
-
-bool PrefixCache::wants_snapshot(std::span<const int32_t> tokens, bool anchor) {
-  if (!states_ || tokens.empty()) return false;
-  const Step at = find_path(tokens);
-  if (!at.node) return false;
-  for (Snapshot& s : at.node->snaps) {
-    if (s.used != at.used) continue;
-    s.anchor = s.anchor || anchor;
-    return false;
-  }
-  return true;
-}
-
-void PrefixCache::add_snapshot(std::span<const int32_t> tokens, int32_t slot, bool anchor) {
-  if (!states_) fail("cache: a snapshot given to a cache without recurrent state");
-  const Step at = tokens.empty() ? Step{nullptr, 0} : find_path(tokens);
-  if (!at.node) {
-    states_->release(slot);
-    return;
-  }
-  for (Snapshot& s : at.node->snaps) {
-    if (s.used != at.used) continue;
-    s.anchor = s.anchor || anchor;
-    s.last_used = ++tick_;
-    states_->release(slot);
-    return;
-  }
-  at.node->snaps.push_back({at.used, slot, anchor, ++tick_});
-  snapped_.insert(at.node);
-  ++stats_.snapshots_inserted;
-}
-
-bool PrefixCache::evict_snapshot() {
-  Node* owner = nullptr;
-  size_t victim = 0;
-  auto older = [](const Snapshot& a, const Snapshot& b) {
-    if (a.anchor != b.anchor) return !a.anchor;  // interval snapshots go first
-    return a.last_used < b.last_used;
-  };
-  for (Node* n : snapped_)
-    for (size_t i = 0; i < n->snaps.size(); ++i)
-      if (!owner || older(n->snaps[i], owner->snaps[victim])) {
-        owner = n;
-        victim = i;
-      }
-  if (!owner) return false;
-  states_->release(owner->snaps[victim].slot);
-  owner->snaps.erase(owner->snaps.begin() + static_cast<std::ptrdiff_t>(victim));
-  if (owner->snaps.empty()) snapped_.erase(owner);
-  ++stats_.snapshot_evictions;
-  return true;
-}
-
-void PrefixCache::drop_snapshots(Node* n) {
-  for (const Snapshot& s : n->snaps) states_->release(s.slot);
-  n->snaps.clear();
-  snapped_.erase(n);
 }
 
 PrefixMatch PrefixCache::match(std::span<const int32_t> tokens, int64_t max_tokens,
@@ -504,6 +342,7 @@ bool PrefixCache::evict_one() {
 }
 
 void PrefixCache::flush_to_disk() {
+  flush_snapshots();
   if (!disk_) return;
   for (Node* n : resident_) {
     if (n->on_disk) continue;
@@ -516,7 +355,8 @@ void PrefixCache::flush_to_disk() {
 PrefixCacheStats PrefixCache::stats() const {
   PrefixCacheStats s = stats_;
   s.resident_blocks = static_cast<int64_t>(resident_.size());
-  for (const Node* n : snapped_) s.snapshots += static_cast<int64_t>(n->snaps.size());
+  for (const Node* n : snapped_)
+    for (const Snapshot& snap : n->snaps) ++(snap.slot >= 0 ? s.snapshots : s.snapshots_on_disk);
   return s;
 }
 

@@ -28,8 +28,11 @@
 // or before its end (position 0: nothing restored) and the snapshot is copied into the caller's
 // slot, so a hit resumes exactly where the snapshot was taken. Snapshots are evicted on their
 // own (evict_snapshot): least-recently-used first, interval snapshots before anchors (the ends of
-// prompts, replies and branch points, where conversations continue). Snapshots are memory-only:
-// a path read back from the disk tier after a restart has none, and a match on it recomputes.
+// prompts, replies and branch points, where conversations continue). With a disk tier for
+// snapshots, an evicted snapshot is written out and stays in the tree to be read back on a hit
+// (restored straight into the caller's slot), every snapshot is written at shutdown, and a
+// restart finds them on the paths it rebuilds; a file that cannot be read back is dropped and
+// the match cut back further.
 #pragma once
 
 #include <cstdint>
@@ -81,14 +84,18 @@ struct PrefixCacheStats {
   int64_t snapshots = 0;  // held now
   int64_t snapshots_inserted = 0;
   int64_t snapshot_evictions = 0;
-  int64_t snapshot_hits = 0;  // matches that restored a snapshot
-  int64_t cut_tokens = 0;     // matched tokens given up for want of a snapshot
+  int64_t snapshot_hits = 0;       // matches that restored a snapshot
+  int64_t snapshot_disk_hits = 0;  // of them, read back from the disk tier
+  int64_t snapshots_on_disk = 0;   // held only on disk now
+  int64_t cut_tokens = 0;          // matched tokens given up for want of a snapshot
 };
 
 class PrefixCache {
  public:
-  // `states`: the recurrent-state pool of a hybrid model (snapshots), null otherwise.
-  PrefixCache(BlockPool& pool, DiskTier* disk = nullptr, StatePool* states = nullptr);
+  // `states`: the recurrent-state pool of a hybrid model (snapshots), null otherwise;
+  // `state_disk`: the snapshots' disk tier (files of one slot each), beside `disk`.
+  PrefixCache(BlockPool& pool, DiskTier* disk = nullptr, StatePool* states = nullptr,
+              DiskTier* state_disk = nullptr);
   ~PrefixCache();
   PrefixCache(const PrefixCache&) = delete;
   PrefixCache& operator=(const PrefixCache&) = delete;
@@ -144,6 +151,12 @@ class PrefixCache {
   PrefixMatch take_restoring(std::vector<Step>& path, int32_t state_slot, const MayEnd& may_end);
   Snapshot* cut_to_snapshot(std::vector<Step>& path, const MayEnd& may_end);
   Step find_path(std::span<const int32_t> tokens) const;
+  bool restore(Node& n, Snapshot& s, int32_t state_slot);
+  void spill(Node& n, Snapshot& s);
+  void erase_snapshot(Node* n, size_t i);
+  void trim_snapshot_disk();
+  void adopt_disk_snapshots();
+  void flush_snapshots();
   void drop_snapshots(Node* n);
   bool load_from_disk(Node& n);
   void touch(Node* n);
@@ -154,6 +167,7 @@ class PrefixCache {
   DiskTier* disk_;
   std::unique_ptr<Node> root_;
   StatePool* states_;
+  DiskTier* state_disk_;
   std::unordered_set<Node*> resident_;  // nodes holding a block
   std::unordered_set<Node*> snapped_;   // nodes holding snapshots
   uint64_t tick_ = 0;

@@ -5,7 +5,10 @@
 // 21, a repeat only its last token, a continuation only its new tokens. Cache on and off give
 // identical ids and logits over a multi-turn replay, also when a tiny pool preempts.
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <xxhash.h>
+
+#include <filesystem>
 
 #include <random>
 
@@ -204,6 +207,56 @@ TEST_P(HybridCache, CacheOnEqualsCacheOffAlsoWhenPreempting) {
   const auto squeezed = replay(tight, S, T, n_gen, 5);
   expect_same(want, squeezed, "tight");
   EXPECT_GT(tight.metrics().preemptions + tight.metrics().cache.evictions, 0);
+}
+
+// The disk tiers: blocks and snapshots evicted from a small pool and snapshot budget come back
+// from disk, and a restarted engine over the same directory serves the histories from disk —
+// the same ids and logits as computing afresh.
+TEST_P(HybridCache, DiskAndRestartHitsAreExact) {
+  const int S = 3, T = 3, n_gen = 8;
+  Engine plain(*m_.model, *m_.tok, options(*m_.model, 256, false), pool_);
+  const auto want = replay(plain, S, T, n_gen, 9);
+  const std::string dir = (std::filesystem::temp_directory_path() /
+                           ("hearth-hybrid-disk-" + std::to_string(::getpid()) + GetParam()))
+                              .string();
+  std::filesystem::remove_all(dir);
+  EngineOptions o = options(*m_.model, 6, true, 1);
+  o.cache_dir = dir;
+  o.snapshot_bytes = 3 * StateArena::layout_for(m_.model->hparams()).slot_bytes();
+  std::vector<std::vector<int32_t>> hist(S);
+  {
+    Engine e(*m_.model, *m_.tok, o, pool_);
+    const auto got = replay(e, S, T, n_gen, 9);
+    expect_same(want, got, "disk");
+    EXPECT_GT(e.metrics().cache.disk_hit_tokens, 0);
+    if (recurrent()) {
+      EXPECT_GT(e.metrics().cache.snapshot_disk_hits, 0);
+    }
+  }
+  // The histories as the replay built them (the same seed gives the same messages).
+  std::mt19937 rng(9);
+  std::uniform_int_distribution<int32_t> tok(3, 511);
+  std::vector<int32_t> system = {1};
+  for (int i = 0; i < 37; ++i) system.push_back(tok(rng));
+  for (auto& h : hist) h = system;
+  for (int t = 0; t < T; ++t)
+    for (int s = 0; s < S; ++s) {
+      const int n = std::uniform_int_distribution<int>(1, 30)(rng);
+      for (int i = 0; i < n; ++i) hist[s].push_back(tok(rng));
+      const auto& g = want[static_cast<size_t>(s)][static_cast<size_t>(t)].tokens;
+      hist[s].insert(hist[s].end(), g.begin(), g.end());
+    }
+  o.kv_bytes *= 8;
+  {
+    Engine restarted(*m_.model, *m_.tok, o, pool_);
+    for (size_t s = 0; s < hist.size(); ++s) {
+      const Turn a = run(restarted, hist[s], 4);
+      const Turn b = run(plain, hist[s], 4);
+      EXPECT_EQ(a.logit_hashes, b.logit_hashes) << "restart session " << s;
+      EXPECT_GT(a.stats.cached_tokens, 0) << "restart session " << s;
+    }
+  }
+  std::filesystem::remove_all(dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, HybridCache,

@@ -2,6 +2,9 @@
 // forward pass (kv/fake_recurrence.h).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <numeric>
 #include <vector>
 
@@ -166,6 +169,83 @@ TEST(SnapshotCache, PreemptionResumesFromItsSnapshot) {
   EXPECT_EQ(run_prompt(kv, 1, a), 27);
   kv.free(1);
   EXPECT_EQ(kv.states().n_free() + kv.states().n_snapshots(), kv.states().n_slots());
+}
+
+std::string temp_dir(const char* what) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   (std::string("hearth-snapshots-") + what + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  return dir.string();
+}
+
+KvCacheOptions on_disk(const std::string& dir, size_t snapshot_slots = 64) {
+  KvCacheOptions o = options(snapshot_slots);
+  o.dir = dir;
+  o.model_hash = "test";
+  return o;
+}
+
+// Snapshots written at shutdown come back after a restart with the paths they belong to.
+TEST(SnapshotCache, ARestartResumesFromSnapshotFiles) {
+  const std::string dir = temp_dir("restart");
+  const KvGeometry g = hybrid_geometry();
+  const std::vector<int32_t> a = iota_tokens(30);
+  {
+    KvManager kv(g, g.bytes_per_block() * 16, on_disk(dir));
+    run_prompt(kv, 1, a);
+    kv.cache_finished({1, a, 30, {}});
+  }
+  {
+    KvManager kv(g, g.bytes_per_block() * 16, on_disk(dir));
+    EXPECT_EQ(kv.cache_stats()->snapshots, 0);
+    EXPECT_GT(kv.cache_stats()->snapshots_on_disk, 0);
+    EXPECT_EQ(run_prompt(kv, 2, a), 29);  // run_prompt checks the restored state
+    kv.free(2);
+    EXPECT_EQ(kv.cache_stats()->snapshot_disk_hits, 1);
+    std::vector<int32_t> more = a;
+    more.push_back(3);
+    EXPECT_EQ(run_prompt(kv, 3, more), 30);
+    kv.free(3);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// Beyond their memory budget snapshots go to disk and are read back on a hit; a corrupt file is
+// never trusted: the match is cut back past it (here to nothing) and recomputes.
+TEST(SnapshotCache, EvictedSnapshotsComeBackFromDiskAndCorruptOnesAreSkipped) {
+  const std::string dir = temp_dir("spill");
+  const KvGeometry g = hybrid_geometry();
+  const std::vector<int32_t> a = iota_tokens(40);
+  {
+    KvManager kv(g, g.bytes_per_block() * 32, on_disk(dir, 2));
+    run_prompt(kv, 1, a);  // 8, 16 (interval), 32 (sparser: the store is full), 39, 40
+    kv.cache_finished({1, a, 40, {}});
+    const PrefixCacheStats st = *kv.cache_stats();
+    EXPECT_EQ(st.snapshots, 2);
+    EXPECT_EQ(st.snapshots_on_disk, 3);
+    EXPECT_EQ(run_prompt(kv, 2, iota_tokens(17)), 16);  // from disk, state checked
+    kv.free(2);
+    EXPECT_EQ(kv.cache_stats()->snapshot_disk_hits, 1);
+  }
+  for (const auto& sub : std::filesystem::directory_iterator(dir))
+    if (sub.path().string().find("-state-") != std::string::npos)
+      for (const auto& f : std::filesystem::directory_iterator(sub.path())) {
+        std::FILE* fp = std::fopen(f.path().c_str(), "r+b");
+        ASSERT_NE(fp, nullptr);
+        std::fseek(fp, -8, SEEK_END);
+        std::fputs("garbage!", fp);
+        std::fclose(fp);
+      }
+  {
+    KvManager kv(g, g.bytes_per_block() * 32, on_disk(dir, 2));
+    EXPECT_EQ(kv.cache_stats()->snapshots_on_disk, 5);
+    EXPECT_EQ(run_prompt(kv, 3, a), 0);  // the blocks are fine, no state can be trusted
+    kv.free(3);
+    EXPECT_EQ(kv.cache_stats()->snapshot_disk_hits, 0);
+    EXPECT_EQ(kv.cache_stats()->cut_tokens, 39);
+    EXPECT_EQ(kv.snapshot_disk_stats().rejected, 4);  // 39, 32, 16, 8 tried in turn
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
