@@ -171,6 +171,48 @@ TEST(SnapshotCache, PreemptionResumesFromItsSnapshot) {
   EXPECT_EQ(kv.states().n_free() + kv.states().n_snapshots(), kv.states().n_slots());
 }
 
+// A text match is cut back to a snapshot too, and the sequence adopts only the cached tokens up
+// to it (the text after them is tokenized afresh); a snapshot after a token without text of its
+// own (bytes held back for a later token) is passed over.
+TEST(SnapshotCache, TextMatchesAreCutBackToASnapshot) {
+  const KvGeometry g = hybrid_geometry();
+  KvManager kv(g, g.bytes_per_block() * 16, options());
+  std::vector<int32_t> a = iota_tokens(20);
+  std::string text;
+  std::vector<uint32_t> ends;
+  for (int i = 0; i < 20; ++i) {
+    if (i != 15) text += static_cast<char>('a' + i);  // token 15 stands for no text yet
+    ends.push_back(static_cast<uint32_t>(text.size()));
+  }
+  ASSERT_EQ(kv.attach(1, a, nullptr, 1000), 0);
+  test::compute(kv, 1, a, 0, 20);  // snapshots at 8, 16 (interval) and 19 (prompt end - 1)
+  kv.cache_finished({1, a, 20, {text, ends}});
+
+  std::vector<int32_t> tokens;
+  size_t adopted_text = 0;
+  auto adopt = [&](const PrefixMatch& m) {
+    adopted_text = m.text_bytes;
+    tokens = m.tokens;
+    tokens.insert(tokens.end(), {900, 901, 902, 903, 904, 905, 906, 907});
+    return std::span<const int32_t>(tokens);
+  };
+  const std::string diverging = text.substr(0, 12) + "XYZ";  // diverges after 12 tokens
+  TextAttach t{0, diverging, adopt};
+  EXPECT_EQ(kv.attach(2, {}, &t, 1000), 8);
+  EXPECT_EQ(adopted_text, 8u);
+  EXPECT_EQ(tokens.size(), 16u);
+  EXPECT_EQ(slot_of(kv, 2), state_after(std::span(a).first(8)));
+  kv.free(2);
+
+  // 17 tokens match (max_tokens), but the snapshot at 16 follows token 15, which has no text of
+  // its own: the match is cut back to 8.
+  const std::string longer = text.substr(0, 17) + "XYZ";
+  TextAttach t2{0, longer, adopt};
+  EXPECT_EQ(kv.attach(3, {}, &t2, 17), 8);
+  EXPECT_EQ(slot_of(kv, 3), state_after(std::span(a).first(8)));
+  kv.free(3);
+}
+
 std::string temp_dir(const char* what) {
   const auto dir = std::filesystem::temp_directory_path() /
                    (std::string("hearth-snapshots-") + what + "-" + std::to_string(::getpid()));
