@@ -81,13 +81,26 @@ void DeltaNetMixer::recur_head(const BatchStep& step, size_t seq, int64_t layer,
   float* S = step.kv->state.layer(step.batch[seq].state_slot, layer) + (K - 1) * C + head * dh * dh;
   const float a_log = L.ssm_a[static_cast<size_t>(head)],
               dt_bias = L.ssm_dt_bias[static_cast<size_t>(head)];
+  // The head's gates, in place: alpha becomes the decay e^g, beta its sigmoid.
   for (int64_t t = row0; t < row0 + n; ++t) {
-    const float* c = c_.data() + t * C;
-    const float g = softplus(alpha_[static_cast<size_t>(t * nv + head)] + dt_bias) * a_log;
-    const float beta = 1.0f / (1.0f + std::exp(-beta_[static_cast<size_t>(t * nv + head)]));
-    ops::delta_rule_step(S, c + kh * dh, c + (nk + kh) * dh, c + (2 * nk + head) * dh, std::exp(g),
-                         beta, y_.data() + t * inner + head * dh, dh, dh);
+    float& a = alpha_[static_cast<size_t>(t * nv + head)];
+    float& b = beta_[static_cast<size_t>(t * nv + head)];
+    a = std::exp(softplus(a + dt_bias) * a_log);
+    b = 1.0f / (1.0f + std::exp(-b));
   }
+  ops::DeltaRuleTokens args;
+  const float* c = c_.data() + row0 * C;
+  args.q = c + kh * dh;
+  args.k = c + (nk + kh) * dh;
+  args.v = c + (2 * nk + head) * dh;
+  args.qkv_stride = C;
+  args.decay = alpha_.data() + row0 * nv + head;
+  args.beta = beta_.data() + row0 * nv + head;
+  args.gate_stride = nv;
+  args.o = y_.data() + row0 * inner + head * dh;
+  args.o_stride = inner;
+  args.n = n;
+  ops::delta_rule(S, args, dh, dh);
 }
 
 void DeltaNetMixer::forward(const BatchStep& step, int64_t layer, const float* h,

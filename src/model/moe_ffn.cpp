@@ -11,6 +11,17 @@
 #include "util/error.h"
 
 namespace hearth {
+namespace {
+
+// Scratch that only grows: an expert's row count changes from one to the next, and growing a
+// vector within its capacity still zero-fills the new part.
+template <typename T>
+T* grow(std::vector<T>& v, int64_t n) {
+  if (v.size() < static_cast<size_t>(n)) v.resize(static_cast<size_t>(n));
+  return v.data();
+}
+
+}  // namespace
 
 MoeFfn::MoeFfn(const Model& model) : model_(model) {
   const HParams& hp = model.hparams();
@@ -62,17 +73,17 @@ void MoeFfn::run_expert(int64_t layer, int32_t e, const float* h,
   qe_.n_tok = n;
   qe_.n_cols = qh.n_cols;
   qe_.row_stride = qh.row_stride;
-  qe_.data.resize(static_cast<size_t>(n) * qh.row_stride);
-  hg_.resize(static_cast<size_t>(n * E));
+  grow(qe_.data, n * static_cast<int64_t>(qh.row_stride));
+  grow(hg_, n * E);
   for (int64_t i = 0; i < n; ++i) {
     const int64_t t = rows_[static_cast<size_t>(r0 + i)] / k_;
     std::memcpy(qe_.data.data() + static_cast<size_t>(i) * qh.row_stride,
                 qh.data.data() + static_cast<size_t>(t) * qh.row_stride, qh.row_stride);
     std::copy(h + t * E, h + (t + 1) * E, hg_.data() + i * E);
   }
-  g_.resize(static_cast<size_t>(n * F));
-  u_.resize(static_cast<size_t>(n * F));
-  d_.resize(static_cast<size_t>(n * E));
+  grow(g_, n * F);
+  grow(u_, n * F);
+  grow(d_, n * E);
   project({{&L.gate_exps[static_cast<size_t>(e)], g_.data()},
            {&L.up_exps[static_cast<size_t>(e)], u_.data()}},
           hg_.data(), qe_, pool);
@@ -90,9 +101,9 @@ void MoeFfn::add_shared_expert(int64_t layer, const float* h, const ops::Quantiz
                                float* out, ops::ThreadPool& pool) {
   const LayerWeights& L = model_.weights().layers[static_cast<size_t>(layer)];
   const int64_t T = qh.n_tok, E = n_cols_, F = model_.hparams().n_ff_shexp;
-  g_.resize(static_cast<size_t>(T * F));
-  u_.resize(static_cast<size_t>(T * F));
-  sh_.resize(static_cast<size_t>(T * E));
+  grow(g_, T * F);
+  grow(u_, T * F);
+  grow(sh_, T * E);
   project({{&L.gate_shexp, g_.data()}, {&L.up_shexp, u_.data()}}, h, qh, pool);
   ops::prepare_activations(ops::activation_type(L.down_shexp.type), T, F, qd_);
   over_tokens(pool, T, [&](int64_t t0, int64_t t1) {

@@ -11,6 +11,9 @@
 // o = o*alpha, then o += p_j * v_j for valid j in increasing order; finally out = o * (1/l).
 // Every step depends only on the query, its position and K/V[0..p] - never on which other
 // queries or heads share the task, the task split, or the thread that runs it.
+// With a sliding window W the row's tiles start at the one holding its first position
+// lo = max(0, p - W + 1); lanes below lo are masked like those past p (p_j exactly 0), and a
+// row skips the tiles wholly before lo, so it still sees the same tiles and masks in any task.
 #pragma once
 
 #include <algorithm>

@@ -75,4 +75,13 @@ void delta_rule_step(float* S, const float* q, const float* k, const float* v, f
   }
 }
 
+void delta_rule(float* S, const DeltaRuleTokens& a, int64_t dk, int64_t dv) {
+  if (a.n <= 0) return;
+  if (use_avx2() && dv % 8 == 0) return avx2::delta_rule(S, a, dk, dv);
+  for (int64_t t = 0; t < a.n; ++t)
+    delta_rule_step(S, a.q + t * a.qkv_stride, a.k + t * a.qkv_stride, a.v + t * a.qkv_stride,
+                    a.decay[t * a.gate_stride], a.beta[t * a.gate_stride], a.o + t * a.o_stride, dk,
+                    dv);
+}
+
 }  // namespace hearth::ops

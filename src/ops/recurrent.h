@@ -39,7 +39,24 @@ void gelu_mul(float* g, const float* u, int64_t n);
 void delta_rule_step(float* S, const float* q, const float* k, const float* v, float decay,
                      float beta, float* o, int64_t dk, int64_t dv);
 
+// n tokens of one Gated DeltaNet head, each exactly delta_rule_step (bit-identical to calling it
+// token by token, so chunking changes nothing). Token t reads q/k/v at q + t*qkv_stride (and k,
+// v likewise), its decay and beta at decay[t*gate_stride], beta[t*gate_stride], and writes o +
+// t*o_stride. The AVX2 kernel walks S once per token: the update and output of token t fused
+// with the decay and S^T k of token t+1 (the same per-element operations in the same order).
+struct DeltaRuleTokens {
+  const float *q = nullptr, *k = nullptr, *v = nullptr;
+  int64_t qkv_stride = 0;
+  const float *decay = nullptr, *beta = nullptr;
+  int64_t gate_stride = 0;
+  float* o = nullptr;
+  int64_t o_stride = 0;
+  int64_t n = 0;
+};
+void delta_rule(float* S, const DeltaRuleTokens& a, int64_t dk, int64_t dv);
+
 namespace avx2 {
+void delta_rule(float* S, const DeltaRuleTokens& a, int64_t dk, int64_t dv);
 void conv_taps(const float* const* rows, const float* taps, int64_t stride, int64_t K, float* out,
                int64_t n);
 void silu_inplace(float* x, int64_t n);

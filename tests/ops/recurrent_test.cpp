@@ -142,6 +142,53 @@ TEST(Recurrent, DeltaRuleStepBitExactAcrossLevelsAndMatchesFormula) {
   }
 }
 
+// The multi-token kernel (one walk of S per token in AVX2) gives the bits of delta_rule_step
+// called token by token at the scalar level, for any token count.
+TEST(Recurrent, DeltaRuleTokensEqualsStepByStep) {
+  const int64_t dk = 64, dv = 64, n = 9, stride = 3 * 64 + 5, gs = 3;
+  const auto S0 = random_vec(static_cast<size_t>(dk * dv), 13, 0.3f);
+  const auto qkv = random_vec(static_cast<size_t>(n * stride), 14, 0.2f);
+  std::vector<float> decay(static_cast<size_t>(n * gs)), beta(static_cast<size_t>(n * gs));
+  for (size_t i = 0; i < decay.size(); ++i) {
+    decay[i] = 0.5f + 0.05f * static_cast<float>(i % 9);
+    beta[i] = 0.1f + 0.07f * static_cast<float>(i % 11);
+  }
+  std::vector<float> want_S = S0, want_o(static_cast<size_t>(n * dv));
+  {
+    LevelGuard g;
+    set_simd_level(SimdLevel::Scalar);
+    for (int64_t t = 0; t < n; ++t)
+      delta_rule_step(want_S.data(), &qkv[t * stride], &qkv[t * stride + dk],
+                      &qkv[t * stride + 2 * dk], decay[t * gs], beta[t * gs], &want_o[t * dv], dk,
+                      dv);
+  }
+  std::vector<SimdLevel> all = simd_levels();
+  all.push_back(SimdLevel::Scalar);
+  for (SimdLevel l : all) {
+    for (int64_t split : {int64_t{1}, int64_t{4}, n}) {  // chunked calls: same bits
+      LevelGuard g;
+      set_simd_level(l);
+      std::vector<float> S = S0, o(static_cast<size_t>(n * dv));
+      for (int64_t t0 = 0; t0 < n; t0 += split) {
+        DeltaRuleTokens a;
+        a.q = &qkv[t0 * stride];
+        a.k = a.q + dk;
+        a.v = a.q + 2 * dk;
+        a.qkv_stride = stride;
+        a.decay = &decay[t0 * gs];
+        a.beta = &beta[t0 * gs];
+        a.gate_stride = gs;
+        a.o = &o[t0 * dv];
+        a.o_stride = dv;
+        a.n = std::min(split, n - t0);
+        delta_rule(S.data(), a, dk, dv);
+      }
+      ASSERT_EQ(std::memcmp(S.data(), want_S.data(), S.size() * 4), 0) << simd_level_name(l);
+      ASSERT_EQ(std::memcmp(o.data(), want_o.data(), o.size() * 4), 0) << simd_level_name(l);
+    }
+  }
+}
+
 TEST(Recurrent, ActivationsWithinUlpsAcrossLevels) {
   for (int64_t n : {1, 9, 256, 1003}) {
     const auto x = random_vec(static_cast<size_t>(n), 7, 3.0f);
