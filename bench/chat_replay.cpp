@@ -337,6 +337,24 @@ int main(int argc, char** argv) {
       static_cast<long long>(m.cache.evictions), static_cast<long long>(m.cache.disk_hit_tokens),
       static_cast<long long>(m.disk.writes), static_cast<long long>(m.disk.reads),
       static_cast<long long>(m.disk.rejected));
+  if (m.state_slot_bytes > 0) {  // hybrid models: the recurrent-state snapshots
+    const double held =
+        static_cast<double>(m.cache.snapshots) * static_cast<double>(m.state_slot_bytes);
+    const auto cached_tokens =
+        static_cast<double>(m.cache.resident_blocks * static_cast<int64_t>(kv_block));
+    std::printf(
+        "snapshots: %lld held (%.1f MB, %.2f MB each) for %.0f cached tokens = %.1f MB per "
+        "1,000 tokens; %lld taken, %lld evicted, %lld hits (%lld from disk), %lld matched "
+        "tokens cut back\n",
+        static_cast<long long>(m.cache.snapshots), held / 1e6,
+        static_cast<double>(m.state_slot_bytes) / 1e6, cached_tokens,
+        cached_tokens > 0 ? held / 1e6 * 1000.0 / cached_tokens : 0.0,
+        static_cast<long long>(m.cache.snapshots_inserted),
+        static_cast<long long>(m.cache.snapshot_evictions),
+        static_cast<long long>(m.cache.snapshot_hits),
+        static_cast<long long>(m.cache.snapshot_disk_hits),
+        static_cast<long long>(m.cache.cut_tokens));
+  }
   if (!transcript.empty()) {
     nlohmann::json j;
     for (size_t s = 0; s < conv.size(); ++s) {
