@@ -1,6 +1,8 @@
 // The forward pass over a mixed batch: several sequences, each with new tokens at its own
-// positions and its K/V in arena blocks listed by a block table. All tokens of the batch share
-// one pass over the weights; attention runs per sequence over its blocks. A sequence's logits
+// positions, its K/V in arena blocks listed by a block table and (models with recurrent layers)
+// its state in a slot. All tokens of the batch share one pass over the weights; attention runs
+// per sequence over its blocks, recurrences per sequence over its state. This file orchestrates
+// the layers; each token mixer and the MoE block live in their own files. A sequence's logits
 // are bit-identical whether it runs alone or with others, and however its prompt is chunked.
 #pragma once
 
@@ -8,7 +10,12 @@
 #include <span>
 #include <vector>
 
+#include "model/attention_layer.h"
+#include "model/batch_step.h"
+#include "model/delta_net_layer.h"
 #include "model/kv_arena.h"
+#include "model/moe_ffn.h"
+#include "model/short_conv_layer.h"
 #include "model/weights.h"
 #include "ops/attention.h"
 #include "ops/matmul.h"
@@ -46,19 +53,21 @@ class BatchForward {
   ops::ThreadPool& pool() { return pool_; }
 
  private:
-  const float* rope_table(int64_t pos);  // cos then sin, n_rot/2 each
+  void validate(std::span<const SeqBatch> batch, const KvArena& kv) const;
+  void begin_step(std::span<const SeqBatch> batch, const KvArena& kv);
+  void mixer(int64_t layer, ops::ThreadPool& pool);
+  void dense_ffn(int64_t layer);
+  void output_logits(std::vector<float>& logits);
 
   const Model& model_;
   ops::ThreadPool& pool_;
-  ref::RopeConfig rope_;
-  std::vector<float> rope_cache_;
+  AttentionMixer attention_;
+  DeltaNetMixer delta_net_;
+  ShortConvMixer short_conv_;
+  MoeFfn moe_;
+  BatchStep step_;
   ops::QuantizedActivations qx_;
-  std::vector<float> x_, h_, q_, k_, v_, att_, o_, g_, u_;  // per-step scratch, kept warm
-  std::vector<int64_t> tok_pos_;                            // each token's position
-  std::vector<int32_t> tok_block_;                          // and the KV block it goes to
-  std::vector<const uint8_t*> k_ptrs_, v_ptrs_;  // every sequence's block pointers, back to back
-  std::vector<ops::KvSeqView> views_;
-  std::vector<ops::AttentionArgs> args_;
+  std::vector<float> x_, h_, o_, g_, u_;  // per-step scratch, kept warm
 };
 
 }  // namespace hearth

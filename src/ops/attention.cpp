@@ -71,6 +71,7 @@ void validate(const AttentionArgs& a, const KvSeqView& kv) {
          traits(L.type).block_elems, L.head_dim);
   if (a.n_head <= 0 || a.n_head % L.n_kv_head != 0)
     fail("attention: {} query heads do not group over {} KV heads", a.n_head, L.n_kv_head);
+  if (a.window < 0) fail("attention: negative window {}", a.window);
   if (a.n_q < 0 || a.pos0 < 0 || a.pos0 + a.n_q > kv.n_tokens)
     fail("attention: query positions [{}, {}) beyond the {} cached tokens", a.pos0, a.pos0 + a.n_q,
          kv.n_tokens);
@@ -101,7 +102,9 @@ void attention_reference(const AttentionArgs& a, const KvSeqView& kv) {
       const float* q = a.q + (t * a.n_head + h) * hd;
       const int64_t kvh = h / group;
       double mx = -std::numeric_limits<double>::infinity();
-      for (int64_t j = 0; j <= p; ++j) {
+      const int64_t lo = a.window > 0 ? std::max<int64_t>(0, p - a.window + 1) : 0;
+      for (int64_t j = 0; j < lo; ++j) w[j] = -std::numeric_limits<double>::infinity();
+      for (int64_t j = lo; j <= p; ++j) {
         dequantize_row(L.type, row(kv.k_blocks, j, kvh), kbuf.data(), hd);
         double s = 0.0;
         for (int64_t i = 0; i < hd; ++i) s += static_cast<double>(q[i]) * kbuf[i];
@@ -142,19 +145,21 @@ void attention_task_scalar(const AttnTask& t) {
   const float kNegInf = -std::numeric_limits<float>::infinity();
 
   const int64_t p_last = t.pos_first + t.n_rows - 1;
-  for (int64_t j0 = 0; j0 <= p_last; j0 += T) {
+  for (int64_t j0 = t.first_tile(); j0 <= p_last; j0 += T) {
     const int64_t jn = std::min(T, p_last + 1 - j0);
     for (int64_t j = 0; j < jn; ++j)
       dequantize_row(type, kv_row(t, kv.k_blocks, j0 + j), kt + j * hd, hd);
     const int64_t r_begin = std::max<int64_t>(0, j0 - t.pos_first);
-    for (int64_t m = r_begin * t.group; m < M; ++m) {
+    const int64_t m_end = t.end_row(j0) * t.group;  // later rows' windows start after the tile
+    for (int64_t m = r_begin * t.group; m < m_end; ++m) {
       const int64_t r = m / t.group;
       const float* q = t.q + r * t.row_stride + (m % t.group) * hd;
       const int64_t valid = std::min(jn, t.pos_first + r - j0 + 1);
+      const int64_t first = t.first_pos(r) - j0;  // lanes before the window are masked
       float* sm = s + m * T;
       float tmax = kNegInf;
       for (int64_t j = 0; j < T; ++j) {
-        sm[j] = j < valid ? ref::dot(q, kt + j * hd, hd) * t.scale : kNegInf;
+        sm[j] = j < valid && j >= first ? ref::dot(q, kt + j * hd, hd) * t.scale : kNegInf;
         tmax = std::max(tmax, sm[j]);
       }
       const float m_new = std::max(mx[m], tmax);
@@ -169,7 +174,7 @@ void attention_task_scalar(const AttnTask& t) {
     }
     for (int64_t j = 0; j < jn; ++j)
       dequantize_row(type, kv_row(t, kv.v_blocks, j0 + j), vt + j * hd, hd);
-    for (int64_t m = r_begin * t.group; m < M; ++m) {
+    for (int64_t m = r_begin * t.group; m < m_end; ++m) {
       const int64_t valid = std::min(jn, t.pos_first + m / t.group - j0 + 1);
       float* om = o + m * hd;
       const float* sm = s + m * T;
@@ -210,6 +215,7 @@ void append_tasks(const AttentionArgs& a, const KvSeqView& kv, std::vector<detai
   base.group = group;
   base.row_stride = a.n_head * hd;
   base.scale = a.scale;
+  base.window = a.window;
   for (int64_t task = 0; task < n_chunks * L.n_kv_head; ++task) {
     const int64_t chunk = n_chunks - 1 - task % n_chunks;
     detail::AttnTask t = base;

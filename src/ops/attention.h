@@ -66,6 +66,10 @@ struct AttentionArgs {
   int64_t pos0 = 0;  // position of q row 0; row t attends to K/V positions 0..pos0+t
   float scale = 1.0f;
   float* out = nullptr;  // [n_q][n_head * head_dim]
+  // Sliding window (0: none): row t attends to positions max(0, p - window + 1) .. p, p =
+  // pos0 + t. Positions before the window are masked inside the same fixed tiles (tiles wholly
+  // before it skipped), so the batch invariance below holds with a window too.
+  int64_t window = 0;
 };
 
 // Query head h uses KV head h / (n_head / n_kv_head). Needs pos0 + n_q <= kv.n_tokens (rows

@@ -11,6 +11,9 @@
 // o = o*alpha, then o += p_j * v_j for valid j in increasing order; finally out = o * (1/l).
 // Every step depends only on the query, its position and K/V[0..p] - never on which other
 // queries or heads share the task, the task split, or the thread that runs it.
+// With a sliding window W the row's tiles start at the one holding its first position
+// lo = max(0, p - W + 1); lanes below lo are masked like those past p (p_j exactly 0), and a
+// row skips the tiles wholly before lo, so it still sees the same tiles and masks in any task.
 #pragma once
 
 #include <algorithm>
@@ -44,6 +47,18 @@ struct AttnTask {
   float* out = nullptr;
   int64_t row_stride = 0;
   float scale = 1.0f;
+  int64_t window = 0;  // AttentionArgs::window
+
+  // First position query row r sees, and the first tile a task of these rows visits.
+  int64_t first_pos(int64_t r) const {
+    return window > 0 ? std::max<int64_t>(0, pos_first + r - window + 1) : 0;
+  }
+  int64_t first_tile() const { return first_pos(0) / kAttnTile * kAttnTile; }
+  // Rows [0, end_row(j0)) see some position of the tile at j0 (the others start after it).
+  int64_t end_row(int64_t j0) const {
+    return window > 0 ? std::clamp<int64_t>(j0 + kAttnTile + window - 1 - pos_first, 0, n_rows)
+                      : n_rows;
+  }
 };
 
 // Encoded row of KV head `head` at absolute position `pos` in one of the view's block lists.

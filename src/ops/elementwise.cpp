@@ -34,6 +34,12 @@ void add_inplace(float* x, const float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] += y[i];
 }
 
+void mul_inplace(float* x, const float* y, int64_t n) {
+  if (n <= 0) return;
+  if (use_avx2()) return avx2::mul_inplace(x, y, n);
+  for (int64_t i = 0; i < n; ++i) x[i] *= y[i];
+}
+
 void silu_mul(float* g, const float* u, int64_t n) {
   if (n <= 0) return;
   if (use_avx2()) return avx2::silu_mul(g, u, n);

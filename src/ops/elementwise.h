@@ -18,6 +18,9 @@ void rmsnorm(const float* x, const float* w, float* y, int64_t n_tok, int64_t n,
 // x += y over n elements (residual add).
 void add_inplace(float* x, const float* y, int64_t n);
 
+// x *= y over n elements (gates of the short conv).
+void mul_inplace(float* x, const float* y, int64_t n);
+
 // g = silu(g) * u over n elements (gated FFN).
 void silu_mul(float* g, const float* u, int64_t n);
 

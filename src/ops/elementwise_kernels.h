@@ -7,6 +7,7 @@ namespace hearth::ops::avx2 {
 
 void rmsnorm_rows(const float* x, const float* w, float* y, int64_t n_tok, int64_t n, float eps);
 void add_inplace(float* x, const float* y, int64_t n);
+void mul_inplace(float* x, const float* y, int64_t n);
 void silu_mul(float* g, const float* u, int64_t n);
 void rope(float* heads, int64_t n_heads, int64_t head_dim, int64_t n_rot, const float* cos,
           const float* sin, bool neox);

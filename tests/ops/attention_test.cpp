@@ -89,9 +89,11 @@ struct LevelGuard {
 };
 
 std::vector<float> run_fused(const Cache& c, const std::vector<float>& q, int64_t n_head,
-                             int64_t n_q, int64_t pos0, float scale, ThreadPool& pool) {
+                             int64_t n_q, int64_t pos0, float scale, ThreadPool& pool,
+                             int64_t window = 0) {
   std::vector<float> out(static_cast<size_t>(n_q * n_head * c.layout.head_dim), -7.0f);
   AttentionArgs a;
+  a.window = window;
   a.q = q.data();
   a.n_q = n_q;
   a.n_head = n_head;
@@ -103,9 +105,10 @@ std::vector<float> run_fused(const Cache& c, const std::vector<float>& q, int64_
 }
 
 std::vector<float> run_reference(const Cache& c, const std::vector<float>& q, int64_t n_head,
-                                 int64_t n_q, int64_t pos0, float scale) {
+                                 int64_t n_q, int64_t pos0, float scale, int64_t window = 0) {
   std::vector<float> out(static_cast<size_t>(n_q * n_head * c.layout.head_dim));
   AttentionArgs a;
+  a.window = window;
   a.q = q.data();
   a.n_q = n_q;
   a.n_head = n_head;
@@ -351,6 +354,52 @@ TEST(Attention, BatchInvariance) {
         const auto other = run_fused(*c, q, n_head, n_q, pos0, scale, pool2);
         ASSERT_EQ(std::memcmp(other.data(), full.data(), full.size() * 4), 0)
             << c->layout.block_tokens;
+      }
+    }
+  }
+}
+
+// A sliding window (gemma3's local layers): the fused kernels match the reference with the
+// window's mask, for windows below, at and across the 32-position tiles, in the tiled (many
+// rows) and direct (one row) paths; and stay batch invariant: each row alone, chunks of 7 and
+// other thread counts give the same bits as the whole prefill.
+TEST(Attention, SlidingWindowMatchesReferenceAndIsBatchInvariant) {
+  const int64_t hd = 64, n_kv = 2, n_head = 4, pos0 = 90, n_q = 60;
+  const int64_t n_tokens = pos0 + n_q;
+  const float scale = 0.125f;
+  const auto q = random_vec(static_cast<size_t>(n_q * n_head * hd), 31);
+  const size_t row = static_cast<size_t>(n_head * hd);
+  ThreadPool pool1(1), pool2(2), pool3(3);
+  LevelGuard guard;
+  for (TensorType t : kKvTypes) {
+    Cache cache(t, n_kv, hd, 16, n_tokens, 55, true);
+    for (int64_t window : {1, 16, 32, 45, 200}) {
+      const auto want = run_reference(cache, q, n_head, n_q, pos0, scale, window);
+      for (SimdLevel l : levels()) {
+        set_simd_level(l);
+        const std::string what = std::string(type_name(t)) + " " + simd_level_name(l) +
+                                 " window=" + std::to_string(window);
+        SCOPED_TRACE(what);
+        const auto full = run_fused(cache, q, n_head, n_q, pos0, scale, pool2, window);
+        check_close(full, want, hd, what);
+        for (int64_t r = 0; r < n_q; r += 5) {
+          const std::vector<float> qr(q.begin() + static_cast<ptrdiff_t>(r * row),
+                                      q.begin() + static_cast<ptrdiff_t>((r + 1) * row));
+          const auto one = run_fused(cache, qr, n_head, 1, pos0 + r, scale, pool2, window);
+          ASSERT_EQ(std::memcmp(one.data(), full.data() + r * row, row * 4), 0) << "row " << r;
+        }
+        for (int64_t r0 = 0; r0 < n_q; r0 += 7) {
+          const int64_t n = std::min<int64_t>(7, n_q - r0);
+          const std::vector<float> qc(q.begin() + static_cast<ptrdiff_t>(r0 * row),
+                                      q.begin() + static_cast<ptrdiff_t>((r0 + n) * row));
+          const auto part = run_fused(cache, qc, n_head, n, pos0 + r0, scale, pool2, window);
+          ASSERT_EQ(std::memcmp(part.data(), full.data() + r0 * row, part.size() * 4), 0)
+              << "chunk at " << r0;
+        }
+        for (ThreadPool* p : {&pool1, &pool3}) {
+          const auto other = run_fused(cache, q, n_head, n_q, pos0, scale, *p, window);
+          ASSERT_EQ(std::memcmp(other.data(), full.data(), full.size() * 4), 0) << p->size();
+        }
       }
     }
   }

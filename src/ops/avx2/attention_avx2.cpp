@@ -164,8 +164,9 @@ inline void prefetch_first_tiles(const AttnTask& t, TileLen&& tile_len, const ui
                                  const uint8_t** vpf) {
   const auto hb = static_cast<int64_t>(t.head_bytes);
   for (int64_t i = 0; i < kPrefetchTiles; ++i) {
-    const int64_t n = tile_len(i * T);
-    tile_rows(t, i * T, n, kpf, vpf);
+    const int64_t j0 = t.first_tile() + i * T;
+    const int64_t n = tile_len(j0);
+    tile_rows(t, j0, n, kpf, vpf);
     for (int64_t j = 0; j < n; ++j) {
       prefetch_row(kpf[j], hb);
       prefetch_row(vpf[j], hb);
@@ -472,8 +473,9 @@ inline void qk_tile(const float* qt, const float* kt, int64_t m0, int64_t m1, in
 
 // One query vector's online-softmax update (softmax_rows below), one lane at a time: for a few
 // vectors (decode).
-inline float softmax_tile(float* s, int64_t valid, float& mx, float& l) {
+inline float softmax_tile(float* s, int64_t first, int64_t valid, float& mx, float& l) {
   const float kNegInf = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < first; ++j) s[j] = kNegInf;
   for (int64_t j = valid; j < T; ++j) s[j] = kNegInf;
   __m256 v[T / 8];
   __m256 vmax = _mm256_set1_ps(kNegInf);
@@ -498,17 +500,19 @@ inline float softmax_tile(float* s, int64_t valid, float& mx, float& l) {
 }
 
 // Online-softmax update of query vectors [m0, m1) with their T-wide score rows s + m*T (entries
-// at or beyond valid(m) are set to -inf here): leaves p_j in s, alpha in alpha[m], and updates
-// mx[m] and l[m]. Per vector: tile max m' = max(mx, max_j s_j), alpha = e^(mx - m') (0 while mx
-// is -inf), p_j = e^(s_j - m'), l = fma(l, alpha, hsum(((p0..7 + p8..15) + p16..23) + p24..31)),
-// hsum in hsum_ps's order. Eight vectors are done at once - their maxima, alphas, sums and l
-// updates as lanes of one vector - which changes no value, only how many run side by side.
-template <typename Valid>
-inline void softmax_rows(float* s, int64_t m0, int64_t m1, Valid&& valid, float* mx, float* l,
-                         float* alpha) {
+// before first(m) - a sliding window's start - or at or beyond valid(m) are set to -inf here):
+// leaves p_j in s, alpha in alpha[m], and updates mx[m] and l[m]. Per vector: tile max m' = max(mx,
+// max_j s_j), alpha = e^(mx - m') (0 while mx is -inf), p_j = e^(s_j - m'), l = fma(l, alpha,
+// hsum(((p0..7 + p8..15) + p16..23) + p24..31)), hsum in hsum_ps's order. Eight vectors are done at
+// once - their maxima, alphas, sums and l updates as lanes of one vector - which changes no value,
+// only how many run side by side.
+template <typename First, typename Valid>
+inline void softmax_rows(float* s, int64_t m0, int64_t m1, First&& first, Valid&& valid, float* mx,
+                         float* l, float* alpha) {
   static_assert(T == 32);
   if (m1 - m0 < 4) {
-    for (int64_t m = m0; m < m1; ++m) alpha[m] = softmax_tile(s + m * T, valid(m), mx[m], l[m]);
+    for (int64_t m = m0; m < m1; ++m)
+      alpha[m] = softmax_tile(s + m * T, first(m), valid(m), mx[m], l[m]);
     return;
   }
   const float kNegInf = -std::numeric_limits<float>::infinity();
@@ -524,6 +528,7 @@ inline void softmax_rows(float* s, int64_t m0, int64_t m1, Valid&& valid, float*
       }
       mxa[r] = mx[m + r], la[r] = l[m + r];
       float* sr = s + (m + r) * T;
+      for (int64_t j = 0; j < first(m + r); ++j) sr[j] = kNegInf;
       for (int64_t j = valid(m + r); j < T; ++j) sr[j] = kNegInf;
       vmax[r] = _mm256_max_ps(_mm256_max_ps(_mm256_loadu_ps(sr), _mm256_loadu_ps(sr + 8)),
                               _mm256_max_ps(_mm256_loadu_ps(sr + 16), _mm256_loadu_ps(sr + 24)));
@@ -613,7 +618,7 @@ void run_direct(const AttnTask& t) {
   const auto hb = static_cast<int64_t>(t.head_bytes);
   auto tile_len = [&](int64_t j0) { return std::clamp<int64_t>(p_last + 1 - j0, 0, T); };
   prefetch_first_tiles(t, tile_len, kpf, vpf);
-  for (int64_t j0 = 0; j0 <= p_last; j0 += T) {
+  for (int64_t j0 = t.first_tile(); j0 <= p_last; j0 += T) {
     const int64_t jn = tile_len(j0);
     tile_rows(t, j0, jn, krow, vrow);
     const int64_t n_pf = tile_len(j0 + kPrefetchTiles * T);
@@ -623,23 +628,25 @@ void run_direct(const AttnTask& t) {
 
     // Query vectors whose position is >= j0 take part in this tile.
     const int64_t m_begin = std::max<int64_t>(0, j0 - t.pos_first) * G;
-    for_blocks<kMaxMb>(m_begin, M, [&](auto mb, int64_t m) {
+    const int64_t m_end = std::max(m_begin, t.end_row(j0) * G);  // windows starting later skip it
+    auto first = [&](int64_t m) { return t.first_pos(m / G) - j0; };
+    for_blocks<kMaxMb>(m_begin, m_end, [&](auto mb, int64_t m) {
       qk_rows<Rows, decltype(mb)::value>(&qp[m], krow, jn, hd, t.scale, s + m * T);
     });
     softmax_rows(
-        s, m_begin, M, [&](int64_t m) { return std::min(jn, t.pos_first + m / G - j0 + 1); }, mx, l,
-        alpha);
+        s, m_begin, m_end, first,
+        [&](int64_t m) { return std::min(jn, t.pos_first + m / G - j0 + 1); }, mx, l, alpha);
 
     for (int64_t j = 0; j < n_pf; ++j) prefetch_row(vpf[j], hb);
     // Vectors that see every position of the tile go through the blocked kernel; the others
     // (the diagonal) one at a time with their own end. Same operation sequence either way.
     const int64_t r_full = std::clamp<int64_t>(j0 + jn - 1 - t.pos_first, 0, t.n_rows);
-    const int64_t m_full = std::max(m_begin, r_full * G);
+    const int64_t m_full = std::min(m_end, std::max(m_begin, r_full * G));
     for (int64_t m = m_begin; m < m_full; ++m) {
       const int64_t valid = std::min(jn, t.pos_first + m / G - j0 + 1);
       pv_rows<Rows, 1>(&op[m], alpha + m, s + m * T, vrow, valid, hd);
     }
-    for_blocks<kMaxMb>(m_full, M, [&](auto mb, int64_t m) {
+    for_blocks<kMaxMb>(m_full, m_end, [&](auto mb, int64_t m) {
       pv_rows<Rows, decltype(mb)::value>(&op[m], alpha + m, s + m * T, vrow, jn, hd);
     });
   }
@@ -713,7 +720,7 @@ void run_tiled(const AttnTask& t) {
   const auto hb = static_cast<int64_t>(t.head_bytes);
   auto tile_len = [&](int64_t j0) { return std::clamp<int64_t>(p_last + 1 - j0, 0, T); };
   prefetch_first_tiles(t, tile_len, kpf, vpf);
-  for (int64_t j0 = 0; j0 <= p_last; j0 += T) {
+  for (int64_t j0 = t.first_tile(); j0 <= p_last; j0 += T) {
     const int64_t jn = tile_len(j0);
     tile_rows(t, j0, jn, krow, vsrc);
     const int64_t n_pf = tile_len(j0 + kPrefetchTiles * T);
@@ -727,10 +734,12 @@ void run_tiled(const AttnTask& t) {
     decode_kt<Rows>(type, krow, nk, hd, stage, kt);
     // Query vectors whose position is >= j0 take part in this tile.
     const int64_t m_begin = std::max<int64_t>(0, j0 - t.pos_first) * G;
-    qk_tile(qt, kt, m_begin, M, nk, hd, t.scale, s);
+    const int64_t m_end = std::max(m_begin, t.end_row(j0) * G);  // windows starting later skip it
+    auto first = [&](int64_t m) { return t.first_pos(m / G) - j0; };
+    qk_tile(qt, kt, m_begin, m_end, nk, hd, t.scale, s);
     softmax_rows(
-        s, m_begin, M, [&](int64_t m) { return std::min(jn, t.pos_first + m / G - j0 + 1); }, mx, l,
-        alpha);
+        s, m_begin, m_end, first,
+        [&](int64_t m) { return std::min(jn, t.pos_first + m / G - j0 + 1); }, mx, l, alpha);
 
     for (int64_t j = 0; j < jn; ++j) {
       if (j < n_pf) prefetch_row(vpf[j], hb);
@@ -743,13 +752,13 @@ void run_tiled(const AttnTask& t) {
     // Vectors that see every position of the tile go through the blocked kernel; the others
     // (the diagonal) one at a time with their own end. Same operation sequence either way.
     const int64_t r_full = std::clamp<int64_t>(j0 + jn - 1 - t.pos_first, 0, t.n_rows);
-    const int64_t m_full = std::max(m_begin, r_full * G);
+    const int64_t m_full = std::min(m_end, std::max(m_begin, r_full * G));
     for (int64_t m = m_begin; m < m_full; ++m) {
       const int64_t valid = std::min(jn, t.pos_first + m / G - j0 + 1);
       op[0] = o + m * hd;
       pv_rows<VRows, 1>(op, alpha + m, s + m * T, vrow, valid, hd);
     }
-    for_blocks<kPvMb>(m_full, M, [&](auto mb, int64_t m) {
+    for_blocks<kPvMb>(m_full, m_end, [&](auto mb, int64_t m) {
       constexpr int MB = decltype(mb)::value;
       for (int i = 0; i < MB; ++i) op[i] = o + (m + i) * hd;
       if constexpr (MB == kPvMb) {

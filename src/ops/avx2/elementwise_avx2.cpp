@@ -83,6 +83,13 @@ void add_inplace(float* x, const float* y, int64_t n) {
   for (; i < n; ++i) x[i] += y[i];
 }
 
+void mul_inplace(float* x, const float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+  for (; i < n; ++i) x[i] *= y[i];
+}
+
 namespace {
 
 inline __m256 silu_mul8(__m256 g, __m256 u) {
