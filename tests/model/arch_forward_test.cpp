@@ -44,9 +44,9 @@ int32_t argmax(const std::vector<float>& z) {
 const char* const kModels[] = {"qwen3moe", "gemma3", "qwen35", "qwen35moe", "lfm2"};
 const char* const kTypes[] = {"F32", "Q8_0", "Q4_K"};
 
-class ArchGolden : public ::testing::TestWithParam<std::string> {};
+class ArchFastPath : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(ArchGolden, FastPathMatchesLlamaCpp) {
+TEST_P(ArchFastPath, FastPathMatchesLlamaCpp) {
   HEARTH_SHARED_OR_SKIP(golden_path, "golden/synthetic-arch/" + GetParam() + ".json");
   HEARTH_SHARED_OR_SKIP(model_path, "models/synthetic-arch/" + GetParam() + ".gguf");
   const nlohmann::json g = load_json(golden_path);
@@ -94,7 +94,7 @@ std::vector<std::string> all_files() {
   return v;
 }
 
-INSTANTIATE_TEST_SUITE_P(AllFiles, ArchGolden, ::testing::ValuesIn(all_files()),
+INSTANTIATE_TEST_SUITE_P(AllFiles, ArchFastPath, ::testing::ValuesIn(all_files()),
                          [](const auto& info) {
                            std::string n = info.param;
                            for (char& ch : n)
