@@ -36,6 +36,7 @@ struct ServeOptions {
   std::string kv_mem;
   std::string cache_dir;
   std::string cache_disk_max = "8G";
+  std::string snapshot_mem;
   bool no_cache = false;
   std::string max_body = "8M";
   double read_timeout_s = 5;
@@ -124,6 +125,7 @@ int serve(ServeOptions o) {
     eo.prefix_cache = !o.no_cache;
     eo.cache_dir = o.cache_dir;
     eo.cache_disk_max = size_option("--cache-disk-max", o.cache_disk_max);
+    if (!o.snapshot_mem.empty()) eo.snapshot_bytes = size_option("--snapshot-mem", o.snapshot_mem);
     rt->make_engine(eo).start();
     server::ModelInfo info;
     const std::filesystem::path path(o.model);
@@ -187,6 +189,9 @@ void add_serve(CLI::App& app, Context& ctx) {
                   "Disk tier of the prefix cache: evicted KV blocks, kept across restarts");
   cmd->add_option("--cache-disk-max", o->cache_disk_max, "Largest size of --cache-dir")
       ->capture_default_str();
+  cmd->add_option("--snapshot-mem", o->snapshot_mem,
+                  "Hybrid models: memory for the prefix cache's recurrent-state snapshots "
+                  "(default: half the KV budget, at least one per sequence)");
   cmd->add_flag("--no-cache", o->no_cache, "Turn the prefix cache off (recompute every prompt)");
   cmd->add_option("--api-key", o->http.api_key,
                   "Require 'Authorization: Bearer KEY' on every endpoint but /health");

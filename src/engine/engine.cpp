@@ -69,6 +69,11 @@ KvCacheOptions kv_cache_options(const Model& model, const EngineOptions& o) {
   c.dir = o.cache_dir;
   if (c.prefix_cache && !c.dir.empty()) c.model_hash = file_content_hash(model.file().bytes());
   c.disk_max = o.cache_disk_max;
+  // Running sequences and the finished replies still caching their last token (at most as
+  // many) each hold a recurrent state.
+  c.max_sequences = 2 * std::max(1, o.max_running);
+  c.snapshot_bytes = o.snapshot_bytes;
+  c.snapshot_interval = o.snapshot_interval;
   return c;
 }
 
@@ -344,13 +349,14 @@ struct Engine::Row {
   StepRow::Kind kind;
 };
 
-SeqFacts Engine::facts(const Sequence& s) {
+SeqFacts Engine::facts(const Sequence& s) const {
   return {s.id,
           s.admitted,
           s.n_computed,
           static_cast<int64_t>(s.tokens.size()),
           s.stats.generated_tokens > 0,
-          s.completing};
+          s.completing,
+          kv_.snapshot_stop(s.id, s.n_computed)};
 }
 
 std::vector<SeqFacts> Engine::running_facts() const {
@@ -502,7 +508,8 @@ bool Engine::forward(const std::vector<Row>& rows, std::vector<SeqBatch>& batch)
         s->n_computed + r.n == static_cast<int64_t>(s->tokens.size()) && !s->completing;
     batch.push_back(
         {std::span(s->tokens).subspan(static_cast<size_t>(s->n_computed), static_cast<size_t>(r.n)),
-         s->n_computed, kv_.block_table(s->id), last ? Logits::Last : Logits::None});
+         s->n_computed, kv_.block_table(s->id), last ? Logits::Last : Logits::None,
+         kv_.state_slot(s->id)});
     if (!s->scheduled_once) {
       s->scheduled_once = true;
       s->stats.queue_ms =
@@ -541,6 +548,7 @@ void Engine::consume(const std::vector<Row>& rows, const std::vector<SeqBatch>& 
       continue;
     }
     s.n_computed += rows[i].n;
+    kv_.computed(kv_view(s));  // recurrent layers: a snapshot where one is wanted
     if (rows[i].kind != StepRow::Kind::Decode) {
       s.stats.prefilled_tokens += rows[i].n;
       totals_.prefilled_tokens += rows[i].n;  // as computed: metrics follow a long prefill
@@ -607,6 +615,7 @@ void Engine::publish_metrics() {
   m.kv_blocks = kv_.n_blocks();
   m.kv_blocks_free = kv_.pool().n_free();
   m.kv_bytes_per_token = kv_bytes_per_token();
+  m.state_slot_bytes = kv_.states().slot_bytes();
   if (auto cache = kv_.cache_stats()) {
     m.cache = *cache;
     m.kv_blocks_cache_only = kv_.cache_only_blocks();

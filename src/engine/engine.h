@@ -50,6 +50,10 @@ struct EngineOptions {
   bool prefix_cache = true;  // reuse KV across requests (kv/prefix_cache.h)
   std::string cache_dir;     // disk tier for evicted blocks; empty: none
   uint64_t cache_disk_max = 8ull << 30;
+  // Hybrid models: the recurrent-state snapshots' budget (0: half the KV budget, at least one
+  // snapshot per sequence slot) and their finest interval in tokens (kv/kv_manager.h).
+  size_t snapshot_bytes = 0;
+  int64_t snapshot_interval = 16;
 };
 
 // A snapshot for metrics and introspection.
@@ -58,6 +62,7 @@ struct EngineMetrics {
   int32_t kv_blocks = 0, kv_blocks_free = 0;
   int64_t kv_blocks_cache_only = 0;  // held by the prefix cache alone (reclaimable)
   size_t kv_bytes_per_token = 0;
+  size_t state_slot_bytes = 0;  // one sequence's (or snapshot's) recurrent state; 0: none
   PrefixCacheStats cache;
   DiskTierStats disk;
   int64_t prompt_tokens = 0, cached_tokens = 0, prefilled_tokens = 0, generated_tokens = 0;
@@ -120,7 +125,7 @@ class Engine {
   void consume(const std::vector<Row>& rows, const std::vector<SeqBatch>& batch);
   bool sample(Sequence& s, std::span<const float> logits);
   void retire(const std::vector<Sequence*>& done);
-  static SeqFacts facts(const Sequence& s);
+  SeqFacts facts(const Sequence& s) const;
   std::vector<SeqFacts> running_facts() const;
   Sequence* find(int64_t id);
 

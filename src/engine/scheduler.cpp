@@ -49,11 +49,13 @@ StepPlan Scheduler::plan(std::span<const SeqFacts> completing, std::span<const S
 
 void Scheduler::plan_prefill(std::vector<const SeqFacts*>& prefill, int64_t budget,
                              StepPlan& plan) {
-  auto rem = [](const SeqFacts* s) { return s->remaining(); };
+  // Chunks are capped where the sequence must stop (stop_at); the order stays by what remains.
+  auto rem = [](const SeqFacts* s) { return s->chunk_limit(); };
+  auto order = [](const SeqFacts* s) { return s->remaining(); };
   const SeqFacts* oldest = *std::min_element(
       prefill.begin(), prefill.end(), [](auto* a, auto* b) { return a->admitted < b->admitted; });
   std::stable_sort(prefill.begin(), prefill.end(),
-                   [&](auto* a, auto* b) { return rem(a) < rem(b); });
+                   [&](auto* a, auto* b) { return order(a) < order(b); });
   int64_t reserve = std::min({rem(oldest), std::max<int64_t>(1, step_tokens_ / 8), budget});
   // When every newer prompt fits in this step, they get it to themselves unless the oldest's
   // rest fits too (a short request then gets its first token after a step as short as on an

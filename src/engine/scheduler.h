@@ -13,6 +13,7 @@
 //                 the running set, and allocates again.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -29,7 +30,14 @@ struct SeqFacts {
   int64_t total = 0;        // prompt + generated tokens
   bool generated = false;   // has generated a token: its last one left is a decode token
   bool completing = false;  // finished; its last token still goes through the model
+  // A position where its prefill chunk must end (the KV manager snapshots the recurrent state
+  // there); 0 or <= computed: none.
+  int64_t stop_at = 0;
   int64_t remaining() const { return total - computed; }
+  // The most tokens its next prefill chunk may take.
+  int64_t chunk_limit() const {
+    return stop_at > computed ? std::min(total, stop_at) - computed : remaining();
+  }
 };
 
 // A request waiting for admission, front of the queue first.
@@ -85,7 +93,8 @@ class Scheduler {
   // completing reply), then prefill chunks within what is left of the budget: shortest remaining
   // prompt first, so a short request is not stuck behind a long one, while the oldest prefill
   // keeps an eighth of the budget so it cannot starve; newer prompts that all fit get the step
-  // to themselves, every other step at most. Chunks are sized by their cost at their depth.
+  // to themselves, every other step at most. Chunks are sized by their cost at their depth and
+  // end at the sequence's stop_at.
   StepPlan plan(std::span<const SeqFacts> completing, std::span<const SeqFacts> running);
 
   // With blocks short: completing replies give way first; then a sequence alone in the running

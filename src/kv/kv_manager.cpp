@@ -9,8 +9,25 @@
 namespace hearth {
 
 KvGeometry KvGeometry::for_model(const HParams& hp, TensorType kv_type, int64_t block_tokens) {
-  return {kv_layout_for(hp, kv_type, block_tokens), hp.n_kv_layers()};
+  return {kv_layout_for(hp, kv_type, block_tokens), hp.n_kv_layers(), StateArena::layout_for(hp)};
 }
+
+size_t default_snapshot_bytes(size_t kv_budget, size_t slot_bytes, int max_sequences) {
+  return std::max(kv_budget / 2, slot_bytes * static_cast<size_t>(std::max(1, max_sequences)));
+}
+
+namespace {
+
+int32_t snapshot_slots(const KvGeometry& g, size_t kv_budget, const KvCacheOptions& o) {
+  const size_t slot = g.state.slot_bytes();
+  if (slot == 0 || !o.prefix_cache) return 0;
+  const size_t bytes = o.snapshot_bytes > 0
+                           ? o.snapshot_bytes
+                           : default_snapshot_bytes(kv_budget, slot, o.max_sequences);
+  return static_cast<int32_t>(std::min<size_t>(bytes / slot, 1u << 30));
+}
+
+}  // namespace
 
 size_t KvGeometry::default_budget(int64_t max_seq_tokens, int max_running) const {
   // Whole blocks per running sequence: a budget of exactly max_seq_tokens tokens would round
@@ -24,35 +41,52 @@ size_t KvGeometry::default_budget(int64_t max_seq_tokens, int max_running) const
 
 KvManager::KvManager(const KvGeometry& geometry, size_t budget_bytes, const KvCacheOptions& cache)
     : geometry_(geometry),
+      options_(cache),
       pool_(geometry.layout, geometry.n_layer,
-            BlockPool::blocks_for_budget(geometry.layout, geometry.n_layer, budget_bytes)) {
+            BlockPool::blocks_for_budget(geometry.layout, geometry.n_layer, budget_bytes)),
+      states_(geometry.state, std::max(1, cache.max_sequences),
+              snapshot_slots(geometry, budget_bytes, cache)),
+      arena_(pool_.arena()) {
+  arena_.state = states_.arena();
+  if (options_.snapshot_interval <= 0) fail("KV: the snapshot interval must be positive");
   if (!cache.prefix_cache) return;
   if (!cache.dir.empty()) {
     const ops::KvLayout& l = geometry_.layout;
     const std::string identity = fmt::format("{}-{}-b{}-l{}", cache.model_hash, type_name(l.type),
                                              l.block_tokens, geometry_.n_layer);
-    disk_ = std::make_unique<DiskTier>(cache.dir, identity, pool_.arena().block_stride(),
-                                       cache.disk_max);
+    // Hybrid models: the snapshots (whose contents also depend on the KV type, through the
+    // attention layers before them) get their own files and half of the disk budget.
+    const uint64_t share = recurrent() ? cache.disk_max / 2 : cache.disk_max;
+    disk_ = std::make_unique<DiskTier>(cache.dir, identity, pool_.arena().block_stride(), share);
+    if (recurrent())
+      state_disk_ = std::make_unique<DiskTier>(
+          cache.dir, fmt::format("{}-state-f{}", identity, geometry_.state.slot_floats),
+          states_.slot_bytes(), share);
   }
-  cache_ = std::make_unique<PrefixCache>(pool_, disk_.get());
+  cache_ = std::make_unique<PrefixCache>(pool_, disk_.get(), &states_, state_disk_.get());
 }
 
 KvManager::~KvManager() {
   // Sequences still here hold blocks: give them back before the cache flushes and goes.
-  for (auto& [id, st] : seqs_) release(st.blocks);
+  for (auto& [id, st] : seqs_) release(st);
   seqs_.clear();
   cache_.reset();
   disk_.reset();
+  state_disk_.reset();
 }
 
 // A text prompt is matched by text first, so a previous reply that re-tokenizes differently still
 // hits; the sequence then keeps the cached tokens and tokenizes only the text after them.
 int64_t KvManager::attach(int64_t id, std::span<const int32_t> tokens, const TextAttach* text,
                           int64_t max_tokens) {
+  SeqKvState& st = seqs_[id];
+  release(st);
+  ensure_state_slot(st, 0);  // recurrent layers: a snapshot is restored into it
+  const int32_t slot = st.state_slot;
   PrefixMatch m;
   if (cache_ && text) {
     const auto n_lead = static_cast<int64_t>(text->n_lead);
-    m = cache_->match_text(tokens.first(text->n_lead), text->text, max_tokens);
+    m = cache_->match_text(tokens.first(text->n_lead), text->text, max_tokens, slot);
     if (m.n_tokens() > n_lead) tokens = text->adopt(m);
     // No text hit, or all of the prompt cached (one token must still run for logits): match
     // by tokens below.
@@ -62,11 +96,34 @@ int64_t KvManager::attach(int64_t id, std::span<const int32_t> tokens, const Tex
     }
   }
   if (cache_ && m.blocks.empty())
-    m = cache_->match(tokens, static_cast<int64_t>(tokens.size()) - 1);
-  SeqKvState& st = seqs_[id];
-  release(st.blocks);
+    m = cache_->match(tokens, std::min(max_tokens, static_cast<int64_t>(tokens.size()) - 1), slot);
+  if (recurrent()) {
+    // The state must cover exactly the matched tokens; a match cut short (a block that could
+    // not be read back) recomputes from the start.
+    if (m.n_tokens() > 0 && m.state_tokens != m.n_tokens()) {
+      release(m.blocks);
+      m = {};
+    }
+    if (m.n_tokens() == 0)
+      std::fill_n(states_.arena().slot(slot), states_.arena().slot_floats, 0.f);
+    if (m.n_shared > m.n_tokens()) st.anchors.push_back(m.n_shared);
+    st.anchors.push_back(static_cast<int64_t>(tokens.size()) - 1);
+  }
   st.blocks = std::move(m.blocks);
   return m.n_tokens();
+}
+
+// A sequence of a recurrent model holds a working slot from its first token on (zeros: the
+// state before any token); one that computed tokens without a slot would have lost its state.
+bool KvManager::ensure_state_slot(SeqKvState& st, int64_t n_computed) {
+  if (!recurrent() || st.state_slot >= 0) return true;
+  if (n_computed > 0) fail("KV: a sequence computed {} tokens without a state slot", n_computed);
+  std::optional<int32_t> s = states_.allocate_working();
+  if (!s)
+    fail("KV: all {} working state slots are taken (max_sequences too small)",
+         states_.n_slots() - states_.snapshot_capacity());
+  st.state_slot = *s;
+  return true;
 }
 
 std::optional<int32_t> KvManager::allocate_block() {
@@ -77,6 +134,7 @@ std::optional<int32_t> KvManager::allocate_block() {
 
 bool KvManager::allocate_slots(int64_t id, int64_t n_computed, int64_t n_new) {
   SeqKvState& st = seqs_[id];
+  ensure_state_slot(st, n_computed);
   const int64_t need = geometry_.blocks_for_tokens(n_computed + n_new);
   while (static_cast<int64_t>(st.blocks.size()) < need) {
     auto b = allocate_block();
@@ -111,24 +169,80 @@ bool KvManager::holds(int64_t id) const {
   return !block_table(id).empty();
 }
 
+int32_t KvManager::state_slot(int64_t id) const {
+  auto it = seqs_.find(id);
+  return it == seqs_.end() ? -1 : it->second.state_slot;
+}
+
+int64_t KvManager::snapshot_interval() const {
+  // Twice as sparse at each halving of the free snapshot slots: the finest interval while less
+  // than half the store is used, and aligned positions, so the sparser ones are a subset.
+  int64_t interval = options_.snapshot_interval;
+  const int64_t free = states_.snapshot_capacity() - states_.n_snapshots();
+  for (int64_t t = states_.snapshot_capacity() / 2; t > 0 && free < t; t /= 2) interval *= 2;
+  return interval;
+}
+
+int64_t KvManager::snapshot_stop(int64_t id, int64_t n_computed) const {
+  if (!cache_ || !recurrent()) return 0;
+  const int64_t interval = snapshot_interval();
+  int64_t stop = (n_computed / interval + 1) * interval;
+  auto it = seqs_.find(id);
+  if (it != seqs_.end())
+    for (int64_t a : it->second.anchors)
+      if (a > n_computed) stop = std::min(stop, a);
+  return stop;
+}
+
+void KvManager::computed(const SeqView& s) {
+  if (!cache_ || !recurrent() || s.n_computed <= 0) return;
+  auto it = seqs_.find(s.id);
+  if (it == seqs_.end()) return;
+  std::vector<int64_t>& anchors = it->second.anchors;
+  const bool anchor = std::find(anchors.begin(), anchors.end(), s.n_computed) != anchors.end();
+  std::erase_if(anchors, [&](int64_t a) { return a <= s.n_computed; });
+  if (anchor || s.n_computed % snapshot_interval() == 0) cache_path(s, anchor);
+}
+
 bool KvManager::finish_turn(const SeqView& s) {
   // The last sampled token has no K/V yet; the next turn of the conversation starts with it, so
   // it runs once more (no logits), and then the whole sequence is cached. What is computed is
   // cached now, so a request matched before that row still finds it.
   if (cache_ && s.n_computed > 0 && s.n_computed + 1 == static_cast<int64_t>(s.tokens.size())) {
-    cache_unfinished(s);
+    // Not an anchor yet: the completing row's snapshot after the whole reply is where the next
+    // turn resumes; this one becomes an anchor if that row never runs (cache_finished here).
+    cache_path(s, false);
     return true;
   }
   cache_finished(s);
   return false;
 }
 
-// The prefix cache takes its own reference to each block; the sequence keeps its references.
 void KvManager::cache_unfinished(const SeqView& s) {
+  cache_path(s, true);
+}
+
+// The prefix cache takes its own reference to each block; the sequence keeps its references
+// (and, with recurrent layers, its working slot, of which the cache keeps a snapshot).
+void KvManager::cache_path(const SeqView& s, bool anchor) {
   if (!cache_) return;
-  const std::vector<int32_t>& blocks = seqs_[s.id].blocks;
-  for (int32_t b : blocks) pool_.retain(b);
-  insert(s, blocks);
+  const SeqKvState& st = seqs_[s.id];
+  for (int32_t b : st.blocks) pool_.retain(b);
+  insert(s, st.blocks);
+  snapshot(s, st.state_slot, anchor);
+}
+
+// Keeps a copy of the working state after the sequence's computed tokens at the end of their
+// cached path (inserted just before), evicting older snapshots beyond the budget.
+void KvManager::snapshot(const SeqView& s, int32_t working, bool anchor) {
+  if (!recurrent() || working < 0 || s.n_computed <= 0) return;
+  const auto path = s.tokens.first(static_cast<size_t>(s.n_computed));
+  if (!cache_->wants_snapshot(path, anchor)) return;
+  std::optional<int32_t> slot = states_.allocate_snapshot();
+  while (!slot && cache_->evict_snapshot()) slot = states_.allocate_snapshot();
+  if (!slot) return;
+  states_.copy(*slot, working);
+  cache_->add_snapshot(path, *slot, anchor);
 }
 
 void KvManager::cache_finished(const SeqView& s) {
@@ -142,7 +256,7 @@ void KvManager::preempt(const SeqView& s) {
 void KvManager::free(int64_t id) {
   auto it = seqs_.find(id);
   if (it == seqs_.end()) return;
-  release(it->second.blocks);
+  release(it->second);
   seqs_.erase(it);
 }
 
@@ -163,15 +277,22 @@ void KvManager::release_to_cache(const SeqView& s) {
   if (cache_ && s.n_computed > 0) {
     insert(s, it->second.blocks);
     it->second.blocks.clear();
-  } else {
-    release(it->second.blocks);
+    snapshot(s, it->second.state_slot, true);
   }
+  release(it->second);
   seqs_.erase(it);
 }
 
 void KvManager::release(std::vector<int32_t>& blocks) {
   for (int32_t b : blocks) pool_.release(b);
   blocks.clear();
+}
+
+void KvManager::release(SeqKvState& st) {
+  release(st.blocks);
+  if (st.state_slot >= 0) states_.release(st.state_slot);
+  st.state_slot = -1;
+  st.anchors.clear();
 }
 
 int64_t KvManager::cache_only_blocks() const {
@@ -185,6 +306,10 @@ std::optional<PrefixCacheStats> KvManager::cache_stats() const {
 
 DiskTierStats KvManager::disk_stats() const {
   return disk_ ? disk_->stats() : DiskTierStats{};
+}
+
+DiskTierStats KvManager::snapshot_disk_stats() const {
+  return state_disk_ ? state_disk_->stats() : DiskTierStats{};
 }
 
 }  // namespace hearth

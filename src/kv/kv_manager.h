@@ -19,17 +19,48 @@
 //                       and readmission finds what is still cached;
 //   free()              the contents are not trusted (a failed forward pass): freed uncached.
 //
-// Per-sequence state (SeqKvState) is keyed by sequence id and holds one member per layer kind.
-// Full attention is the only kind today: a block table, block i holding positions
-// [i*B, (i+1)*B). A new kind plugs in here, not in the scheduler:
-//   - a sliding window: a second table (or a ring of ceil(W/B)+1 blocks) in SeqKvState;
-//     allocate_slots() allocates the window's next block and releases the one that slid out,
-//     attach()/cache_*() keep only prefixes whose window blocks are still resident;
-//   - a recurrent state: a snapshot slot in SeqKvState, written by the forward pass, copied
-//     into a cache-owned slot at cache_unfinished()/cache_finished() (the prefix cache then keys
-//     snapshots by token position as it keys blocks) and restored by attach().
-// The scheduler only ever asks "does this sequence fit N more tokens" (allocate_slots) and is told
-// "one more cache-only token row" (finish_turn); both stay the same for every layer kind.
+// Per-sequence state (SeqKvState) is keyed by sequence id and holds one member per layer kind:
+//   - attention layers: a block table, block i holding positions [i*B, (i+1)*B);
+//   - a sliding window: a second table (or a ring of ceil(W/B)+1 blocks) in SeqKvState would
+//     go here; allocate_slots() allocates the window's next block and releases the one that slid
+//     out, attach()/cache_*() keep only prefixes whose window blocks are still resident;
+//   - recurrent layers (hybrid models): a working slot of the state pool (kv/state_pool.h),
+//     held from the first allocation to release (all zeros at position 0), which the forward
+//     pass reads and updates in place (state_slot()). The prefix cache keeps snapshots of it by
+//     token position (kv/prefix_cache.h) and attach() restores the last one at or before the
+//     match: the match is cut back there, so a hit resumes exactly.
+//
+// Snapshot placement (hybrid models with the prefix cache), chosen so that every place a later
+// request resumes from is covered without recomputing the whole prefix:
+//   - anchors: at the end of every cached prompt and reply (cache_unfinished/cache_finished/
+//     preempt: a finished reply's last token runs as a completing row, so the next turn resumes
+//     after all of it), at the last prompt token minus one (a repeated prompt still runs its
+//     last token for logits, so it resumes at n_prompt-1), and at the branch point where an
+//     admitted request leaves the cached path (taken while it prefills, for later requests
+//     sharing that prefix);
+//   - intervals: every `snapshot_interval` tokens (16 by default) while the snapshot store is
+//     less than half full, then twice as sparse at each halving of what is free (32 below 3/4,
+//     64 below 7/8, ...), positions aligned so sparser ones are a subset; taken in prefill and
+//     decode alike. Snapshots are evicted LRU, interval ones before anchors, so a flood of
+//     interval snapshots from one long prompt never pushes out where conversations resume.
+//   Measured (tests/kv/snapshot_placement_test.cpp: chat replays of 300-token system prompt,
+//   20-80-token messages, 64-token replies, EngineOptions' default budgets): on Qwen3.5-0.8B's
+//   shape (20.2 MB of state per snapshot, 12 KiB of KV per token; default snapshot budget 323 MB
+//   = 16 snapshots) every turn prefills only its new message (S=1, T=8: prefilled/new 1.000;
+//   S=4, T=8: 0.69, the shared system prompt counted as new per session), with the store full
+//   at 16 snapshots for 4,000 cached tokens (81 MB per 1,000 tokens) and the interval grown to
+//   256 tokens; on the synthetic qwen35's shape (0.22 MB per snapshot) 39 snapshots = 8.4 MB for
+//   the same 4,000 tokens (2.1 MB per 1,000), prefilled/new the same.
+//   A prefill chunk must end exactly at a snapshot position: snapshot_stop() is the scheduler's
+//   plain fact (SeqFacts::stop_at), and after each step computed() takes the snapshot when the
+//   sequence lands on one (inserting its path into the cache, like cache_unfinished).
+//   Snapshots have their own budget (KvCacheOptions::snapshot_bytes) and LRU eviction, interval
+//   snapshots before anchors. With a cache directory they have their own disk tier beside the
+//   blocks' (DIR/<blocks' identity>-state-f<slot floats>/, half of disk_max each): an evicted
+//   snapshot is written there and read back on a hit, and all are written at shutdown.
+// The scheduler only ever asks "does this sequence fit N more tokens" (allocate_slots), is told
+// "one more cache-only token row" (finish_turn) and "end the chunk at" (snapshot_stop); all stay
+// the same for every layer kind.
 #pragma once
 
 #include <cstddef>
@@ -46,6 +77,7 @@
 #include "kv/block_pool.h"
 #include "kv/disk_tier.h"
 #include "kv/prefix_cache.h"
+#include "kv/state_pool.h"
 #include "model/hparams.h"
 
 namespace hearth {
@@ -54,6 +86,7 @@ namespace hearth {
 struct KvGeometry {
   ops::KvLayout layout;
   int64_t n_layer = 0;
+  StateArena state;  // recurrent layers' slot layout (slot_floats 0: none)
 
   // Checks the KV type and block size against the model (model/forward.h's kv_layout_for).
   static KvGeometry for_model(const HParams& hp, TensorType kv_type, int64_t block_tokens);
@@ -76,7 +109,16 @@ struct KvCacheOptions {
   std::string dir;           // disk tier for evicted blocks; empty: none
   std::string model_hash;    // the model file's content hash (names the disk tier's identity)
   uint64_t disk_max = 8ull << 30;
+  // Hybrid models (recurrent layers). Working state slots: sequences that hold a state at once
+  // (the engine's running and completing sequences). Snapshot budget: 0 is the default, half the
+  // KV budget but room for at least one snapshot per working slot (default_snapshot_bytes).
+  // The finest snapshot interval, in tokens (see the header comment).
+  int max_sequences = 1;
+  size_t snapshot_bytes = 0;
+  int64_t snapshot_interval = 16;
 };
+
+size_t default_snapshot_bytes(size_t kv_budget, size_t slot_bytes, int max_sequences);
 
 // What the manager reads of a sequence: its tokens and how many of them are computed (the
 // engine's progress), and their text when it has per-token text (for text anchoring).
@@ -98,7 +140,9 @@ struct TextAttach {
 
 // One sequence's cached state. See the header comment for how other layer kinds join it.
 struct SeqKvState {
-  std::vector<int32_t> blocks;  // full attention: the block table
+  std::vector<int32_t> blocks;   // attention layers: the block table
+  int32_t state_slot = -1;       // recurrent layers: the working slot
+  std::vector<int64_t> anchors;  // positions still to snapshot (prompt end - 1, branch point)
 };
 
 class KvManager {
@@ -118,6 +162,15 @@ class KvManager {
   bool allocate_slots(int64_t id, int64_t n_computed, int64_t n_new);
   std::span<const int32_t> block_table(int64_t id) const;
   bool holds(int64_t id) const;  // the sequence holds blocks
+  // Recurrent layers: the slot of kv arena().state the forward pass reads and updates for the
+  // sequence (-1: none, the model has no recurrent layers or the sequence holds no state).
+  int32_t state_slot(int64_t id) const;
+  // The next position after `n_computed` where a snapshot of the sequence is wanted: its
+  // prefill chunk should end there. 0: none (no recurrent layers, or no prefix cache).
+  int64_t snapshot_stop(int64_t id, int64_t n_computed) const;
+  // After a step: the sequence computed up to s.n_computed; a snapshot is taken when that is a
+  // wanted position (the path is cached first, as by cache_unfinished).
+  void computed(const SeqView& s);
 
   // A reply that finished (stop or length): true when it needs one more cache-only token row
   // (cache_unfinished done; cache_finished() after that row), false when it was cached and
@@ -134,7 +187,12 @@ class KvManager {
 
   const KvGeometry& geometry() const { return geometry_; }
   const BlockPool& pool() const { return pool_; }
-  const KvArena& arena() const { return pool_.arena(); }
+  // The blocks and the recurrent-state slots, as the forward pass addresses them.
+  const KvArena& arena() const { return arena_; }
+  const StatePool& states() const { return states_; }
+  bool recurrent() const { return states_.enabled(); }
+  // The interval between snapshots now (the finest while the store is less than half full).
+  int64_t snapshot_interval() const;
   int32_t n_blocks() const { return pool_.n_blocks(); }
   int64_t block_tokens() const { return pool_.block_tokens(); }
   size_t bytes_per_token() const { return geometry_.bytes_per_token(); }
@@ -142,18 +200,27 @@ class KvManager {
   // Blocks held by the prefix cache alone (reclaimable).
   int64_t cache_only_blocks() const;
   std::optional<PrefixCacheStats> cache_stats() const;
-  DiskTierStats disk_stats() const;  // zeros without a disk tier
+  DiskTierStats disk_stats() const;           // zeros without a disk tier
+  DiskTierStats snapshot_disk_stats() const;  // the snapshots' files (hybrid models)
 
  private:
   std::optional<int32_t> allocate_block();  // evicts cached blocks while the pool is empty
   bool make_writable(SeqKvState& st, int64_t n_computed);
   void insert(const SeqView& s, const std::vector<int32_t>& blocks);
+  void cache_path(const SeqView& s, bool anchor);
+  void snapshot(const SeqView& s, int32_t working, bool anchor);
+  bool ensure_state_slot(SeqKvState& st, int64_t n_computed);
   void release_to_cache(const SeqView& s);
   void release(std::vector<int32_t>& blocks);
+  void release(SeqKvState& st);
 
   KvGeometry geometry_;
+  KvCacheOptions options_;
   BlockPool pool_;
+  StatePool states_;  // before cache_: the cache's snapshots go back to it
+  KvArena arena_;
   std::unique_ptr<DiskTier> disk_;
+  std::unique_ptr<DiskTier> state_disk_;  // hybrid models: the snapshots' files
   std::unique_ptr<PrefixCache> cache_;
   std::unordered_map<int64_t, SeqKvState> seqs_;
 };

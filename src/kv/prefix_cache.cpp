@@ -1,69 +1,44 @@
 #include "kv/prefix_cache.h"
 
+#include "kv/prefix_cache_node.h"
+
 #include <algorithm>
 #include <cstring>
 #include <map>
 #include <optional>
 
 #include "kv/disk_tier.h"
+#include "kv/state_pool.h"
 #include "util/error.h"
 
 namespace hearth {
 
-struct PrefixCache::Node {
-  Node* parent = nullptr;
-  std::vector<std::unique_ptr<Node>> children;
-  std::vector<int32_t> tokens;  // 1..block_tokens; fewer only in a leaf
-  bool has_text = false;
-  std::string text;
-  std::vector<uint32_t> ends;  // per token, into `text`
-  int32_t block = -1;          // -1: not in memory (on disk)
-  bool on_disk = false;        // a valid copy is on disk (or queued)
-  uint64_t hash = kChainRoot;  // chain hash through this node
-  uint64_t last_used = 0;
-
-  uint32_t text_begin(size_t i) const { return i == 0 ? 0 : ends[i - 1]; }
-  // Takes this node's slice of a path's per-token text, starting at the path's token `pos`.
-  void set_text(const TokenText& path, size_t pos) {
-    const size_t len = tokens.size();
-    const uint32_t b0 = pos == 0 ? 0 : path.ends[pos - 1];
-    has_text = true;
-    text = std::string(path.text.substr(b0, path.ends[pos + len - 1] - b0));
-    ends.resize(len);
-    for (size_t i = 0; i < len; ++i) ends[i] = path.ends[pos + i] - b0;
-  }
-  DiskEntry disk_entry() const { return {hash, parent->hash, tokens, has_text, text, ends}; }
-  bool has_resident_child() const {
-    for (const auto& c : children)
-      if (c->block >= 0) return true;
-    return false;
-  }
-};
-
-namespace {
-
-size_t common_prefix(std::span<const int32_t> a, std::span<const int32_t> b) {
-  const size_t n = std::min(a.size(), b.size());
-  size_t i = 0;
-  while (i < n && a[i] == b[i]) ++i;
-  return i;
-}
-
-}  // namespace
-
-PrefixCache::PrefixCache(BlockPool& pool, DiskTier* disk)
-    : pool_(pool), disk_(disk), root_(std::make_unique<Node>()) {
+PrefixCache::PrefixCache(BlockPool& pool, DiskTier* disk, StatePool* states, DiskTier* state_disk)
+    : pool_(pool),
+      disk_(disk),
+      root_(std::make_unique<Node>()),
+      states_(states && states->enabled() ? states : nullptr),
+      state_disk_(states_ && disk ? state_disk : nullptr) {
   if (disk_) {
     if (disk_->block_bytes() != pool_.arena().block_stride())
       fail("cache: disk tier block size {} != pool block size {}", disk_->block_bytes(),
            pool_.arena().block_stride());
     adopt_disk_nodes();
   }
+  if (state_disk_) {
+    if (state_disk_->block_bytes() != states_->slot_bytes())
+      fail("cache: snapshot disk tier slot size {} != state slot size {}",
+           state_disk_->block_bytes(), states_->slot_bytes());
+    adopt_disk_snapshots();
+  }
 }
 
 PrefixCache::~PrefixCache() {
   flush_to_disk();
   for (Node* n : resident_) pool_.release(n->block);
+  for (Node* n : snapped_)
+    for (const Snapshot& s : n->snaps)
+      if (s.slot >= 0) states_->release(s.slot);
 }
 
 // Rebuilds the tree from the disk tier's entries: every entry whose parent chain reaches the
@@ -157,7 +132,8 @@ PrefixMatch PrefixCache::take(const std::vector<Step>& path) {
   return m;
 }
 
-PrefixMatch PrefixCache::match(std::span<const int32_t> tokens, int64_t max_tokens) {
+PrefixMatch PrefixCache::match(std::span<const int32_t> tokens, int64_t max_tokens,
+                               int32_t state_slot) {
   ++stats_.lookups;
   const int64_t limit = std::min<int64_t>(max_tokens, static_cast<int64_t>(tokens.size()));
   stats_.lookup_tokens += limit;
@@ -183,11 +159,11 @@ PrefixMatch PrefixCache::match(std::span<const int32_t> tokens, int64_t max_toke
     if (static_cast<int64_t>(best_len) < bt) break;
     node = best;
   }
-  return take(path);
+  return take_restoring(path, state_slot, [](const Step&, int64_t) { return true; });
 }
 
 PrefixMatch PrefixCache::match_text(std::span<const int32_t> lead, std::string_view text,
-                                    int64_t max_tokens) {
+                                    int64_t max_tokens, int32_t state_slot) {
   ++stats_.lookups;
   const int64_t bt = pool_.block_tokens();
   std::vector<Step> path;
@@ -229,15 +205,16 @@ PrefixMatch PrefixCache::match_text(std::span<const int32_t> lead, std::string_v
   }
   // A match may not end on a token without text (bytes of an incomplete character, emitted
   // with a later token): the text after it would repeat them.
-  while (!path.empty()) {
-    Step& st = path.back();
+  auto may_end = [&](const Step& st, int64_t end) {
     const auto i = static_cast<size_t>(st.used - 1);
-    const int64_t g = pos - 1;
-    if (g < static_cast<int64_t>(lead.size()) || st.node->text_begin(i) != st.node->ends[i]) break;
+    return end - 1 < static_cast<int64_t>(lead.size()) ||
+           st.node->text_begin(i) != st.node->ends[i];
+  };
+  while (!path.empty() && !may_end(path.back(), pos)) {
     --pos;
-    if (--st.used == 0) path.pop_back();
+    if (--path.back().used == 0) path.pop_back();
   }
-  PrefixMatch m = take(path);
+  PrefixMatch m = take_restoring(path, state_slot, may_end);
   stats_.lookup_tokens += m.n_tokens();  // the rest is counted by the caller as new
   return m;
 }
@@ -273,18 +250,26 @@ void PrefixCache::insert(std::span<const int32_t> tokens, std::span<const int32_
       pool_.release(block);
       break;
     } else {
-      // A shorter partial sibling that this chunk extends is superseded, unless in use.
+      // A shorter partial sibling that this chunk extends is superseded, unless in use; its
+      // snapshots (states after tokens this chunk starts with) move to the new node.
+      std::vector<Snapshot> moved;
       for (size_t k = 0; k < node->children.size();) {
         Node* c = node->children[k].get();
         const bool superseded = c->tokens.size() < len && c->children.empty() &&
                                 common_prefix(c->tokens, chunk) == c->tokens.size() &&
                                 (c->block < 0 || pool_.refcount(c->block) == 1);
-        if (superseded)
-          remove(c);
-        else
+        if (!superseded) {
           ++k;
+          continue;
+        }
+        moved.insert(moved.end(), c->snaps.begin(), c->snaps.end());
+        c->snaps.clear();
+        snapped_.erase(c);
+        remove(c);
       }
       auto n = std::make_unique<Node>();
+      n->snaps = std::move(moved);
+      if (!n->snaps.empty()) snapped_.insert(n.get());
       n->parent = node;
       n->tokens.assign(chunk.begin(), chunk.end());
       n->block = block;
@@ -306,6 +291,7 @@ void PrefixCache::insert(std::span<const int32_t> tokens, std::span<const int32_
 
 void PrefixCache::remove(Node* n) {
   while (!n->children.empty()) remove(n->children.back().get());
+  if (!n->snaps.empty()) drop_snapshots(n);
   if (n->block >= 0) {
     pool_.release(n->block);
     resident_.erase(n);
@@ -356,6 +342,7 @@ bool PrefixCache::evict_one() {
 }
 
 void PrefixCache::flush_to_disk() {
+  flush_snapshots();
   if (!disk_) return;
   for (Node* n : resident_) {
     if (n->on_disk) continue;
@@ -368,6 +355,8 @@ void PrefixCache::flush_to_disk() {
 PrefixCacheStats PrefixCache::stats() const {
   PrefixCacheStats s = stats_;
   s.resident_blocks = static_cast<int64_t>(resident_.size());
+  for (const Node* n : snapped_)
+    for (const Snapshot& snap : n->snaps) ++(snap.slot >= 0 ? s.snapshots : s.snapshots_on_disk);
   return s;
 }
 

@@ -19,9 +19,24 @@
 //
 // Exactness: K/V of position p depends only on tokens [0, p] (causal attention) and the forward
 // pass is batch- and chunk-invariant, so reused K/V is bit-identical to recomputed K/V.
+//
+// Recurrent layers (hybrid models, given a StatePool): their state cannot be trimmed back to an
+// earlier position, so a path also holds state snapshots at token positions. A snapshot at
+// position p (the state after tokens [0, p)) lives on the node holding token p-1 and owns one
+// slot of the state pool; it is usable while that node is in the tree (its blocks resident or
+// on disk), and goes with the node. A match on such a cache is cut back to the last snapshot at
+// or before its end (position 0: nothing restored) and the snapshot is copied into the caller's
+// slot, so a hit resumes exactly where the snapshot was taken. Snapshots are evicted on their
+// own (evict_snapshot): least-recently-used first, interval snapshots before anchors (the ends of
+// prompts, replies and branch points, where conversations continue). With a disk tier for
+// snapshots, an evicted snapshot is written out and stays in the tree to be read back on a hit
+// (restored straight into the caller's slot), every snapshot is written at shutdown, and a
+// restart finds them on the paths it rebuilds; a file that cannot be read back is dropped and
+// the match cut back further.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -34,6 +49,7 @@
 namespace hearth {
 
 class DiskTier;
+class StatePool;
 
 // Per-token text for a token path: token i stands for text[ends[i-1], ends[i]) (ends[-1] = 0).
 struct TokenText {
@@ -47,6 +63,11 @@ struct PrefixMatch {
   size_t text_bytes = 0;        // text matched (text lookups)
   std::vector<uint32_t> ends;   // per matched token, its text's end (while the path has text)
   int64_t disk_tokens = 0;      // of `tokens`, read back from the disk tier
+  // Recurrent caches: the tokens the cached path shared before the cut back to a snapshot
+  // (where the request leaves the cached path), and the position whose snapshot was restored
+  // (0: none; the restore is valid only if it equals n_tokens()).
+  int64_t n_shared = 0;
+  int64_t state_tokens = 0;
   int64_t n_tokens() const { return static_cast<int64_t>(tokens.size()); }
 };
 
@@ -59,20 +80,45 @@ struct PrefixCacheStats {
   int64_t evictions = 0;  // blocks taken from memory (to disk, or dropped)
   int64_t resident_blocks = 0;
   int64_t nodes = 0;
+  // Recurrent caches.
+  int64_t snapshots = 0;  // held now
+  int64_t snapshots_inserted = 0;
+  int64_t snapshot_evictions = 0;
+  int64_t snapshot_hits = 0;       // matches that restored a snapshot
+  int64_t snapshot_disk_hits = 0;  // of them, read back from the disk tier
+  int64_t snapshots_on_disk = 0;   // held only on disk now
+  int64_t cut_tokens = 0;          // matched tokens given up for want of a snapshot
 };
 
 class PrefixCache {
  public:
-  PrefixCache(BlockPool& pool, DiskTier* disk = nullptr);
+  // `states`: the recurrent-state pool of a hybrid model (snapshots), null otherwise;
+  // `state_disk`: the snapshots' disk tier (files of one slot each), beside `disk`.
+  PrefixCache(BlockPool& pool, DiskTier* disk = nullptr, StatePool* states = nullptr,
+              DiskTier* state_disk = nullptr);
   ~PrefixCache();
   PrefixCache(const PrefixCache&) = delete;
   PrefixCache& operator=(const PrefixCache&) = delete;
 
-  // Longest cached prefix of `tokens`, at most `max_tokens` long.
-  PrefixMatch match(std::span<const int32_t> tokens, int64_t max_tokens);
+  // Longest cached prefix of `tokens`, at most `max_tokens` long. Recurrent caches: cut back to
+  // the last snapshot, which is copied into `state_slot` (a slot of the state pool).
+  PrefixMatch match(std::span<const int32_t> tokens, int64_t max_tokens, int32_t state_slot = -1);
   // `lead` tokens matched by id (e.g. BOS), then the longest path whose text is a prefix of
   // `text` (nodes that carry text only), at most `max_tokens` tokens in all.
-  PrefixMatch match_text(std::span<const int32_t> lead, std::string_view text, int64_t max_tokens);
+  PrefixMatch match_text(std::span<const int32_t> lead, std::string_view text, int64_t max_tokens,
+                         int32_t state_slot = -1);
+
+  // Recurrent caches: whether `tokens` is a cached path (all of it) without a snapshot at its
+  // end, i.e. whether add_snapshot() would keep one there. With `anchor`, a snapshot already
+  // there becomes an anchor.
+  bool wants_snapshot(std::span<const int32_t> tokens, bool anchor = false);
+  // Takes over snapshot `slot`: the state after `tokens`, kept at the end of their cached path
+  // (an anchor: evicted after interval snapshots). Released when the path is not cached or
+  // already has one there.
+  void add_snapshot(std::span<const int32_t> tokens, int32_t slot, bool anchor);
+  // Frees one snapshot slot: the least-recently-used interval snapshot, else anchor; false when
+  // the cache holds none.
+  bool evict_snapshot();
 
   // Adds a sequence's computed tokens and takes over its references to `blocks` (which cover
   // them): a block whose tokens are already cached is released, the rest become nodes. `text`
@@ -96,7 +142,22 @@ class PrefixCache {
     int64_t used;  // tokens of the node used by the match
   };
 
+  struct Snapshot;
+
+  // May a match end after `step` (at global position `end`)?
+  using MayEnd = std::function<bool(const Step& step, int64_t end)>;
+
   PrefixMatch take(const std::vector<Step>& path);
+  PrefixMatch take_restoring(std::vector<Step>& path, int32_t state_slot, const MayEnd& may_end);
+  Snapshot* cut_to_snapshot(std::vector<Step>& path, const MayEnd& may_end);
+  Step find_path(std::span<const int32_t> tokens) const;
+  bool restore(Node& n, Snapshot& s, int32_t state_slot);
+  void spill(Node& n, Snapshot& s);
+  void erase_snapshot(Node* n, size_t i);
+  void trim_snapshot_disk();
+  void adopt_disk_snapshots();
+  void flush_snapshots();
+  void drop_snapshots(Node* n);
   bool load_from_disk(Node& n);
   void touch(Node* n);
   void remove(Node* n);
@@ -105,7 +166,10 @@ class PrefixCache {
   BlockPool& pool_;
   DiskTier* disk_;
   std::unique_ptr<Node> root_;
+  StatePool* states_;
+  DiskTier* state_disk_;
   std::unordered_set<Node*> resident_;  // nodes holding a block
+  std::unordered_set<Node*> snapped_;   // nodes holding snapshots
   uint64_t tick_ = 0;
   PrefixCacheStats stats_;
 };

@@ -117,6 +117,18 @@ std::string Metrics::render(const MetricsGauges& g) const {
          "Blocks evicted from memory (to disk or dropped).", d(e.cache.evictions));
   metric(out, "hearth_prefix_cache_resident_blocks", "gauge", "Blocks held by the prefix cache.",
          d(e.cache.resident_blocks));
+  metric(out, "hearth_prefix_cache_snapshots", "gauge",
+         "Recurrent-state snapshots held by the prefix cache (hybrid models).",
+         d(e.cache.snapshots));
+  metric(out, "hearth_prefix_cache_snapshot_bytes", "gauge", "Memory of those snapshots.",
+         d(e.cache.snapshots) * d(e.state_slot_bytes));
+  metric(out, "hearth_prefix_cache_snapshot_hits_total", "counter",
+         "Prefix hits that resumed from a recurrent-state snapshot.", d(e.cache.snapshot_hits));
+  metric(out, "hearth_prefix_cache_snapshot_evictions_total", "counter",
+         "Snapshots evicted to stay within their budget.", d(e.cache.snapshot_evictions));
+  metric(out, "hearth_prefix_cache_cut_tokens_total", "counter",
+         "Matched tokens recomputed because no snapshot was at the end of the match.",
+         d(e.cache.cut_tokens));
   metric(out, "hearth_disk_tier_bytes_written_total", "counter", "KV bytes written to disk.",
          d(e.disk.bytes_written));
   metric(out, "hearth_disk_tier_bytes_read_total", "counter", "KV bytes read back from disk.",

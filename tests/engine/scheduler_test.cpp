@@ -95,6 +95,32 @@ TEST(Scheduler, PromptsThatAllFitShareTheStep) {
   EXPECT_EQ(plan.rows.back().id, 1);  // the oldest is planned last, with what is left
 }
 
+// A sequence whose recurrent state is to be snapshotted at a position (stop_at) gets a chunk
+// that ends exactly there, and the budget it leaves goes to the others; decode rows ignore it.
+TEST(Scheduler, PrefillChunksEndAtTheSequencesStop) {
+  Scheduler sched(64, 8, kCost);
+  SeqFacts a = prefilling(1, 0, 4, 41);
+  a.stop_at = 16;
+  SeqFacts b = prefilling(2, 1, 0, 40);
+  b.stop_at = 3;
+  SeqFacts c = decoding(3, 2, 50);
+  c.stop_at = 64;
+  SeqFacts d = prefilling(4, 3, 20, 30);
+  d.stop_at = 20;  // not ahead of what it computed: no stop
+  const std::vector<SeqFacts> running = {a, b, c, d};
+  const StepPlan plan = sched.plan({}, running);
+  ASSERT_NE(plan.find(1), nullptr);
+  ASSERT_NE(plan.find(2), nullptr);
+  ASSERT_NE(plan.find(3), nullptr);
+  ASSERT_NE(plan.find(4), nullptr);
+  EXPECT_EQ(plan.find(1)->n, 12);
+  EXPECT_EQ(plan.find(2)->n, 3);
+  EXPECT_EQ(plan.find(3)->n, 1);
+  EXPECT_EQ(plan.find(4)->n, 10);
+  EXPECT_EQ(a.chunk_limit(), 12);
+  EXPECT_EQ(d.chunk_limit(), d.remaining());
+}
+
 TEST(Scheduler, ShortestRemainingPromptFirst) {
   Scheduler sched(32, 8, kCost);
   // The oldest's reserve aside, the newer prompts go shortest first: 90 left, then 200.
