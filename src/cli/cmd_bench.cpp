@@ -60,27 +60,44 @@ double median(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+// Every layer matrix a token passes through, with the share of tokens that read it: 1, or for a
+// routed expert n_expert_used / n_expert (a decode step reads only the chosen experts).
+template <typename Fn>
+void for_each_active_matrix(const Model& m, Fn fn) {
+  const HParams& hp = m.hparams();
+  const double share =
+      hp.is_moe() ? static_cast<double>(hp.n_expert_used) / static_cast<double>(hp.n_expert) : 1;
+  for (const auto& L : m.weights().layers) {
+    for (const MatrixView* w :
+         {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down, &L.router, &L.gate_shexp,
+          &L.up_shexp, &L.down_shexp, &L.ssm_qkv, &L.ssm_gate, &L.ssm_beta, &L.ssm_alpha,
+          &L.ssm_out, &L.conv_in, &L.conv_out})
+      if (w->data != nullptr) fn(*w, 1.0);
+    for (const auto* experts : {&L.gate_exps, &L.up_exps, &L.down_exps})
+      for (const MatrixView& w : *experts) fn(w, share);
+  }
+}
+
 // Multiply-adds per token in the weight matrices (the output matrix once per logits row).
 double matmul_ops_per_token(const Model& m, bool with_output) {
   double n = 0;
-  for (const auto& L : m.weights().layers)
-    for (const MatrixView* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down})
-      n += 2.0 * static_cast<double>(w->n_cols) * static_cast<double>(w->n_rows);
+  for_each_active_matrix(m, [&](const MatrixView& w, double share) {
+    n += share * 2.0 * static_cast<double>(w.n_cols) * static_cast<double>(w.n_rows);
+  });
   if (with_output)
     n += 2.0 * static_cast<double>(m.weights().output.n_cols) *
          static_cast<double>(m.weights().output.n_rows);
   return n;
 }
 
-// Bytes of weights one decode step reads.
+// Bytes of weights one decode step reads (on average over tokens for routed experts).
 double weight_bytes_per_token(const Model& m) {
   double n = 0;
-  auto add = [&](const MatrixView& w) {
-    n += static_cast<double>(w.row_stride) * static_cast<double>(w.n_rows);
+  auto add = [&](const MatrixView& w, double share) {
+    n += share * static_cast<double>(w.row_stride) * static_cast<double>(w.n_rows);
   };
-  for (const auto& L : m.weights().layers)
-    for (const MatrixView* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) add(*w);
-  add(m.weights().output);
+  for_each_active_matrix(m, add);
+  add(m.weights().output, 1.0);
   return n;
 }
 

@@ -8,6 +8,28 @@
 #include "util/error.h"
 
 namespace hearth::cli {
+namespace {
+
+// How many layers of each kind, and what a sequence keeps for them: K/V per token for the
+// attention layers, a fixed recurrent state for DeltaNet / short-conv layers.
+void print_layer_kinds(const HParams& hp) {
+  fmt::print("layer kinds:\n");
+  for (LayerKind k : {LayerKind::Attention, LayerKind::SlidingWindow, LayerKind::DeltaNet,
+                      LayerKind::ShortConv}) {
+    int64_t n = 0;
+    for (int64_t l = 0; l < hp.n_layer; ++l) n += hp.kind(l) == k;
+    if (n > 0) fmt::print("  {:<16} {} layers\n", layer_kind_name(k), n);
+  }
+  if (hp.has_sliding_window()) fmt::print("  sliding window: {} positions\n", hp.n_swa);
+  fmt::print("  K/V per token (f32): {} bytes over {} attention layers\n",
+             hp.n_kv_layers() * 2 * hp.kv_dim() * 4, hp.n_kv_layers());
+  if (hp.has_recurrent_layers())
+    fmt::print("  recurrent state per sequence (f32): {} bytes ({:.3f} MiB)\n",
+               hp.recurrent_state_floats() * 4,
+               static_cast<double>(hp.recurrent_state_floats() * 4) / (1 << 20));
+}
+
+}  // namespace
 
 void add_inspect(CLI::App& app, Context& ctx) {
   auto path = std::make_shared<std::string>();
@@ -34,7 +56,9 @@ void add_inspect(CLI::App& app, Context& ctx) {
     fmt::print("  total tensor bytes: {}\n", total);
     if (!f.tensors().empty()) {
       try {
-        fmt::print("\nhyperparameters: {}\n", HParams::from_gguf(f).summary());
+        const HParams hp = HParams::from_gguf(f);
+        fmt::print("\nhyperparameters: {}\n", hp.summary());
+        print_layer_kinds(hp);
       } catch (const Error& e) {
         fmt::print("\nhyperparameters: not loadable by hearth: {}\n", e.what());
       }

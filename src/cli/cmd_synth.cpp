@@ -30,7 +30,9 @@ int synth(const SynthOptions& o) {
     s = *p;
   } else {
     if (o.arch.empty())
-      fail("give --preset or --arch (llama, qwen2, qwen3) with the shape options");
+      fail(
+          "give --preset or --arch (llama, qwen2, qwen3, qwen3moe, gemma3, qwen35, qwen35moe, "
+          "lfm2) with the shape options");
     // Start from the tiny shape of that architecture; the options below resize it.
     s = *synth_preset(std::string("tiny-") + arch_name(arch_from_name(o.arch, "synth")));
     s.name = o.arch + "-synthetic";
@@ -40,7 +42,11 @@ int synth(const SynthOptions& o) {
   if (o.n_layer) hp.n_layer = o.n_layer;
   if (o.n_head) hp.n_head = o.n_head;
   if (o.n_head_kv) hp.n_head_kv = o.n_head_kv;
-  if (o.head_dim) hp.head_dim = hp.n_rot = o.head_dim;
+  if (o.head_dim) {
+    // Keep a partial rope's fraction (qwen35 rotates a quarter of each head).
+    hp.n_rot = hp.n_rot == hp.head_dim ? o.head_dim : o.head_dim * hp.n_rot / hp.head_dim;
+    hp.head_dim = o.head_dim;
+  }
   if (o.n_ff) hp.n_ff = o.n_ff;
   if (o.ctx) hp.n_ctx_train = o.ctx;
   if (o.rope_base > 0) hp.rope_freq_base = o.rope_base;
@@ -64,8 +70,13 @@ void add_synth(CLI::App& app, Context& ctx) {
       app.add_subcommand("synth", "Write a random-weight model with a real shape and vocabulary");
   cmd->add_option(
       "--preset", o->preset,
-      "Shape of a real model: " + fmt::format("{}", fmt::join(synth_preset_names(), ", ")));
-  cmd->add_option("--arch", o->arch, "Architecture without a preset: llama, qwen2, qwen3");
+      "Shape of a real model: " + fmt::format("{}", fmt::join(synth_preset_names(), ", ")) +
+          ". qwen3-30b-a3b is the real Qwen3-30B-A3B (~32 GB at Q8_0, ~17 GB at Q4_K); "
+          "qwen3moe-mini keeps its expert and attention shapes with 12 layers of 64 "
+          "experts (~4.5 GB at Q8_0). tiny-* are for tests");
+  cmd->add_option("--arch", o->arch,
+                  "Architecture without a preset (starts from its tiny-* shape): llama, qwen2, "
+                  "qwen3, qwen3moe, gemma3, qwen35, qwen35moe, lfm2");
   cmd->add_option("-o,--out", o->out, "Output GGUF path")->required();
   cmd->add_option("--vocab", o->vocab, "GGUF whose tokenizer is copied (e.g. a vocab-only GGUF)")
       ->required();

@@ -48,20 +48,36 @@ bool PrefixCache::restore(Node& n, Snapshot& s, int32_t state_slot) {
   return true;
 }
 
-// Keeps the longest prefix of `path` that ends at a snapshot; empty when there is none.
+// Keeps the longest prefix of `path` that ends at a snapshot; empty when there is none. At each
+// level a sibling of the path's node counts too, for a snapshot inside the tokens they share: a
+// request that left a cached path at a branch point took its snapshot there on its own node,
+// and the next request editing the same place may walk the other branch (the state after the
+// same tokens is the same state).
 PrefixCache::Snapshot* PrefixCache::cut_to_snapshot(std::vector<Step>& path,
                                                     const MayEnd& may_end) {
   std::vector<int64_t> start(path.size(), 0);
   for (size_t i = 1; i < path.size(); ++i) start[i] = start[i - 1] + path[i - 1].used;
   for (size_t i = path.size(); i-- > 0;) {
+    Node* const on_path = path[i].node;
+    const auto walked = std::span(on_path->tokens).first(static_cast<size_t>(path[i].used));
     Snapshot* best = nullptr;
-    for (Snapshot& s : path[i].node->snaps) {
-      if (s.used > path[i].used || (best && s.used <= best->used)) continue;
-      if (may_end({path[i].node, s.used}, start[i] + s.used)) best = &s;
-    }
+    Node* best_node = nullptr;
+    auto consider = [&](Node* n, int64_t shared) {
+      for (Snapshot& s : n->snaps) {
+        if (s.used > shared || (best && s.used <= best->used)) continue;
+        if (may_end({n, s.used}, start[i] + s.used)) {
+          best = &s;
+          best_node = n;
+        }
+      }
+    };
+    consider(on_path, path[i].used);
+    for (const auto& sibling : on_path->parent->children)
+      if (sibling.get() != on_path)
+        consider(sibling.get(), static_cast<int64_t>(common_prefix(sibling->tokens, walked)));
     if (best) {
       path.resize(i + 1);
-      path[i].used = best->used;
+      path[i] = {best_node, best->used};
       return best;
     }
   }

@@ -32,7 +32,8 @@ void BatchForward::validate(std::span<const SeqBatch> batch, const KvArena& kv) 
     fail("KV arena shape does not match the model");
   const bool recurrent = hp.has_recurrent_layers();
   if (recurrent && kv.state.slot_floats != hp.recurrent_state_floats())
-    fail("recurrent state slots do not match the model");
+    fail("{}: the KV arena's recurrent-state slots hold {} floats, the model needs {} per sequence",
+         model_.file().name(), kv.state.slot_floats, hp.recurrent_state_floats());
   const int64_t bt = kv.layout.block_tokens;
   for (size_t i = 0; i < batch.size(); ++i) {
     const SeqBatch& s = batch[i];

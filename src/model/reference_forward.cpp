@@ -1,57 +1,77 @@
 #include "model/reference_forward.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "util/error.h"
 
 namespace hearth {
 
+namespace {
+
+std::vector<float> floats(int64_t n) {
+  return std::vector<float>(static_cast<size_t>(n));
+}
+
+// rows [T][n] of x normalised into y with weight w.
+void rmsnorm_rows(const float* x, const std::vector<float>& w, float* y, int64_t T, int64_t n,
+                  float eps) {
+  for (int64_t t = 0; t < T; ++t) ref::rmsnorm(x + t * n, w.data(), y + t * n, n, eps);
+}
+
+}  // namespace
+
 ReferenceForward::ReferenceForward(const Model& model, int64_t n_ctx)
     : model_(model), n_ctx_(n_ctx) {
-  if (model_.hparams().is_moe() || model_.hparams().has_recurrent_layers() ||
-      model_.hparams().has_sliding_window() || model_.hparams().attn_output_gate ||
-      model_.hparams().post_norms)
-    fail("{}: this forward path does not run architecture '{}' yet", model_.file().name(),
-         model_.hparams().arch_name);
   const HParams& hp = model.hparams();
   if (n_ctx <= 0) fail("context size must be positive, got {}", n_ctx);
   rope_ = model.rope_config();
-  const size_t cache = static_cast<size_t>(n_ctx * hp.kv_dim());
-  k_cache_.assign(static_cast<size_t>(hp.n_layer), std::vector<float>(cache));
-  v_cache_.assign(static_cast<size_t>(hp.n_layer), std::vector<float>(cache));
+  rope_swa_ = model.rope_config_swa();
+  const size_t n_layer = static_cast<size_t>(hp.n_layer);
+  k_cache_.resize(n_layer);
+  v_cache_.resize(n_layer);
+  conv_state_.resize(n_layer);
+  delta_state_.resize(n_layer);
+  for (int64_t l = 0; l < hp.n_layer; ++l) {
+    const size_t i = static_cast<size_t>(l);
+    switch (hp.kind(l)) {
+      case LayerKind::Attention:
+      case LayerKind::SlidingWindow:
+        // Sliding-window layers keep every position too: the oracle stays simple, and the
+        // window is applied by the mask.
+        k_cache_[i].resize(static_cast<size_t>(n_ctx * hp.kv_dim()));
+        v_cache_[i].resize(static_cast<size_t>(n_ctx * hp.kv_dim()));
+        break;
+      case LayerKind::DeltaNet:
+        conv_state_[i].resize(
+            static_cast<size_t>((hp.ssm_conv_kernel - 1) * hp.ssm_conv_channels()));
+        delta_state_[i].resize(
+            static_cast<size_t>(hp.ssm_n_v_heads * hp.ssm_head_dim * hp.ssm_head_dim));
+        break;
+      case LayerKind::ShortConv:
+        conv_state_[i].resize(static_cast<size_t>((hp.shortconv_l_cache - 1) * hp.n_embd));
+        break;
+    }
+  }
+}
+
+void ReferenceForward::reset_recurrent_state() {
+  for (auto& s : conv_state_) std::fill(s.begin(), s.end(), 0.0f);
+  for (auto& s : delta_state_) std::fill(s.begin(), s.end(), 0.0f);
 }
 
 void ReferenceForward::truncate(int64_t n) {
   if (n < 0 || n > n_past_) fail("cannot truncate a cache of {} positions to {}", n_past_, n);
-  n_past_ = n;
-}
-
-// q: [n_tok][q_dim] (already roped); out: [n_tok][q_dim]. Causal: token t sees positions
-// 0 .. n_past_+t, whose K/V are in the cache.
-void ReferenceForward::attention(int64_t layer, const float* q, int64_t n_tok, float* out) const {
-  const HParams& hp = model_.hparams();
-  const int64_t hd = hp.head_dim, kv_dim = hp.kv_dim(), group = hp.n_head / hp.n_head_kv;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const float* K = k_cache_[static_cast<size_t>(layer)].data();
-  const float* V = v_cache_[static_cast<size_t>(layer)].data();
-  std::vector<float> scores(static_cast<size_t>(n_past_ + n_tok));
-  for (int64_t t = 0; t < n_tok; ++t) {
-    const int64_t n_kv = n_past_ + t + 1;
-    for (int64_t h = 0; h < hp.n_head; ++h) {
-      const float* qh = q + t * hp.q_dim() + h * hd;
-      const int64_t kvh = h / group;
-      for (int64_t j = 0; j < n_kv; ++j)
-        scores[static_cast<size_t>(j)] = ref::dot(qh, K + j * kv_dim + kvh * hd, hd) * scale;
-      ref::softmax(scores.data(), n_kv);
-      float* oh = out + t * hp.q_dim() + h * hd;
-      for (int64_t d = 0; d < hd; ++d) oh[d] = 0.0f;
-      for (int64_t j = 0; j < n_kv; ++j) {
-        const float p = scores[static_cast<size_t>(j)];
-        const float* vj = V + j * kv_dim + kvh * hd;
-        for (int64_t d = 0; d < hd; ++d) oh[d] += p * vj[d];
-      }
-    }
+  if (n == n_past_) return;
+  if (model_.hparams().has_recurrent_layers()) {
+    if (n != 0)
+      fail(
+          "cannot truncate to {} of {} positions: the recurrent state of '{}' cannot be rolled "
+          "back (only a reset to 0)",
+          n, n_past_, model_.hparams().arch_name);
+    reset_recurrent_state();
   }
+  n_past_ = n;
 }
 
 std::vector<float> ReferenceForward::eval(std::span<const int32_t> tokens, bool all_logits) {
@@ -66,66 +86,44 @@ std::vector<float> ReferenceForward::eval(std::span<const int32_t> tokens, bool 
     if (id < 0 || id >= hp.n_vocab)
       fail("token id {} is out of range (vocabulary {})", id, hp.n_vocab);
 
-  const int64_t E = hp.n_embd, Q = hp.q_dim(), KV = hp.kv_dim(), F = hp.n_ff, hd = hp.head_dim;
-  auto buf = [](int64_t n) { return std::vector<float>(static_cast<size_t>(n)); };
-  std::vector<float> x = buf(T * E), h = buf(T * E), q = buf(T * Q), k = buf(T * KV),
-                     v = buf(T * KV), att = buf(T * Q), o = buf(T * E), g = buf(T * F),
-                     u = buf(T * F), cs = buf(hp.n_rot / 2), sn = buf(hp.n_rot / 2);
-
-  for (int64_t t = 0; t < T; ++t)
+  const int64_t E = hp.n_embd;
+  std::vector<float> x = floats(T * E), h = floats(T * E), o = floats(T * E);
+  for (int64_t t = 0; t < T; ++t) {
     ref::get_row(w.token_embd, tokens[static_cast<size_t>(t)], &x[t * E]);
+    for (int64_t i = 0; i < E; ++i) x[t * E + i] *= hp.embd_scale;
+  }
 
   for (int64_t l = 0; l < hp.n_layer; ++l) {
     const LayerWeights& L = w.layers[static_cast<size_t>(l)];
-    for (int64_t t = 0; t < T; ++t)
-      ref::rmsnorm(&x[t * E], L.attn_norm.data(), &h[t * E], E, hp.rms_eps);
-    ref::matmul(L.wq, h.data(), T, q.data());
-    ref::matmul(L.wk, h.data(), T, k.data());
-    ref::matmul(L.wv, h.data(), T, v.data());
-    for (int64_t t = 0; t < T; ++t) {
-      float* qt = &q[t * Q];
-      float* kt = &k[t * KV];
-      float* vt = &v[t * KV];
-      if (!L.bq.empty()) {
-        for (int64_t i = 0; i < Q; ++i) qt[i] += L.bq[static_cast<size_t>(i)];
-        for (int64_t i = 0; i < KV; ++i) kt[i] += L.bk[static_cast<size_t>(i)];
-        for (int64_t i = 0; i < KV; ++i) vt[i] += L.bv[static_cast<size_t>(i)];
-      }
-      if (!L.q_norm.empty()) {
-        for (int64_t hh = 0; hh < hp.n_head; ++hh)
-          ref::rmsnorm(qt + hh * hd, L.q_norm.data(), qt + hh * hd, hd, hp.rms_eps);
-        for (int64_t hh = 0; hh < hp.n_head_kv; ++hh)
-          ref::rmsnorm(kt + hh * hd, L.k_norm.data(), kt + hh * hd, hd, hp.rms_eps);
-      }
-      const int64_t pos = n_past_ + t;
-      ref::rope_cos_sin(rope_, pos, cs.data(), sn.data());
-      const bool neox = hp.rope_layout == RopeLayout::Neox;
-      for (int64_t hh = 0; hh < hp.n_head; ++hh)
-        ref::rope_apply(qt + hh * hd, hp.n_rot, cs.data(), sn.data(), neox);
-      for (int64_t hh = 0; hh < hp.n_head_kv; ++hh)
-        ref::rope_apply(kt + hh * hd, hp.n_rot, cs.data(), sn.data(), neox);
-      std::copy(kt, kt + KV, k_cache_[static_cast<size_t>(l)].begin() + pos * KV);
-      std::copy(vt, vt + KV, v_cache_[static_cast<size_t>(l)].begin() + pos * KV);
+    rmsnorm_rows(x.data(), L.attn_norm, h.data(), T, E, hp.rms_eps);
+    switch (hp.kind(l)) {
+      case LayerKind::Attention:
+      case LayerKind::SlidingWindow:
+        attention_layer(l, h.data(), T, o.data());
+        break;
+      case LayerKind::DeltaNet:
+        deltanet_layer(l, h.data(), T, o.data());
+        break;
+      case LayerKind::ShortConv:
+        shortconv_layer(l, h.data(), T, o.data());
+        break;
     }
-    attention(l, q.data(), T, att.data());
-    ref::matmul(L.wo, att.data(), T, o.data());
+    if (hp.post_norms) rmsnorm_rows(o.data(), L.post_attn_norm, o.data(), T, E, hp.rms_eps);
     for (int64_t i = 0; i < T * E; ++i) x[static_cast<size_t>(i)] += o[static_cast<size_t>(i)];
 
-    for (int64_t t = 0; t < T; ++t)
-      ref::rmsnorm(&x[t * E], L.ffn_norm.data(), &h[t * E], E, hp.rms_eps);
-    ref::matmul(L.w_gate, h.data(), T, g.data());
-    ref::matmul(L.w_up, h.data(), T, u.data());
-    for (int64_t i = 0; i < T * F; ++i)
-      g[static_cast<size_t>(i)] = ref::silu(g[static_cast<size_t>(i)]) * u[static_cast<size_t>(i)];
-    ref::matmul(L.w_down, g.data(), T, o.data());
+    rmsnorm_rows(x.data(), L.ffn_norm, h.data(), T, E, hp.rms_eps);
+    if (hp.is_moe())
+      moe_ffn(l, h.data(), T, o.data());
+    else
+      dense_ffn(l, h.data(), T, o.data());
+    if (hp.post_norms) rmsnorm_rows(o.data(), L.post_ffw_norm, o.data(), T, E, hp.rms_eps);
     for (int64_t i = 0; i < T * E; ++i) x[static_cast<size_t>(i)] += o[static_cast<size_t>(i)];
   }
   n_past_ += T;
 
   const int64_t first = all_logits ? 0 : T - 1, n_out = T - first;
-  for (int64_t t = first; t < T; ++t)
-    ref::rmsnorm(&x[t * E], w.output_norm.data(), &h[(t - first) * E], E, hp.rms_eps);
-  std::vector<float> logits = buf(n_out * hp.n_vocab);
+  rmsnorm_rows(&x[first * E], w.output_norm, h.data(), n_out, E, hp.rms_eps);
+  std::vector<float> logits = floats(n_out * hp.n_vocab);
   ref::matmul(w.output, h.data(), n_out, logits.data());
   return logits;
 }

@@ -116,9 +116,15 @@ std::vector<MatrixView*> LayerWeights::matrices() {
   return out;
 }
 
+// Gemma 3's local layers rotate with their own base and no context scaling: the file's rope
+// scaling (linear x8 in Gemma-3-4B and larger) stretches only the global layers' positions.
 ref::RopeConfig Model::rope_config_swa() const {
   ref::RopeConfig r = rope_config();
-  if (hp_.has_sliding_window()) r.freq_base = hp_.rope_freq_base_swa;
+  if (!hp_.has_sliding_window()) return r;
+  r.freq_base = hp_.rope_freq_base_swa;
+  r.freq_scale = 1.0f;
+  r.ext_factor = 0.0f;
+  r.attn_factor = 1.0f;
   return r;
 }
 

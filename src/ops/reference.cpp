@@ -26,6 +26,13 @@ void rmsnorm(const float* x, const float* w, float* y, int64_t n, float eps) {
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale * (w ? w[i] : 1.0f);
 }
 
+void l2norm(const float* x, float* y, int64_t n, float eps) {
+  double ss = 0.0;
+  for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
+  const float scale = static_cast<float>(1.0 / std::sqrt(ss + eps));
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale;
+}
+
 void matmul(const MatrixView& w, const float* x, int64_t n_tok, float* y) {
   std::vector<float> row(static_cast<size_t>(w.n_cols));
   for (int64_t r = 0; r < w.n_rows; ++r) {

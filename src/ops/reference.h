@@ -27,6 +27,24 @@ inline float silu(float x) {
   return x / (1.0f + std::exp(-x));
 }
 
+inline float sigmoid(float x) {
+  return 1.0f / (1.0f + std::exp(-x));
+}
+
+// log(1 + e^x), without overflow for large x.
+inline float softplus(float x) {
+  return x > 20.0f ? x : std::log1p(std::exp(x));
+}
+
+// Gemma's GELU: the tanh approximation, evaluated exactly in f32 (no lookup table).
+inline float gelu_tanh(float x) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
+}
+
+// y = x / sqrt(sum(x^2) + eps), in place allowed (the Gated DeltaNet's q/k normalisation).
+void l2norm(const float* x, float* y, int64_t n, float eps);
+
 // RoPE over one head of width `head_dim`, rotating the first n_rot dims: cos/sin hold n_rot/2
 // values for this position. Interleaved rotates (x[2i], x[2i+1]); neox rotates (x[i],
 // x[i+n_rot/2]).

@@ -1,5 +1,6 @@
 #include "tools/synth.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -14,26 +15,6 @@
 
 namespace hearth {
 namespace {
-
-SynthSpec make(Arch arch, int64_t embd, int64_t layers, int64_t heads, int64_t kv_heads,
-               int64_t head_dim, int64_t ff, float rope_base, float eps, int64_t ctx) {
-  SynthSpec s;
-  HParams& hp = s.hp;
-  hp.arch = arch;
-  hp.arch_name = arch_name(arch);
-  hp.n_embd = embd;
-  hp.n_layer = layers;
-  hp.n_head = heads;
-  hp.n_head_kv = kv_heads;
-  hp.head_dim = head_dim;
-  hp.n_rot = head_dim;
-  hp.n_ff = ff;
-  hp.rope_freq_base = rope_base;
-  hp.rms_eps = eps;
-  hp.n_ctx_train = ctx;
-  hp.rope_layout = arch == Arch::Llama ? RopeLayout::Interleaved : RopeLayout::Neox;
-  return s;
-}
 
 // splitmix64: seeds independent streams per (tensor, row) so output does not depend on threads.
 uint64_t mix(uint64_t x) {
@@ -148,38 +129,186 @@ std::string synth_type_name(const SynthSpec& s) {
   return std::string(type_name(s.weight_type));
 }
 
-std::vector<std::string> synth_preset_names() {
-  return {"qwen3-0.6b",   "qwen3-1.7b", "qwen2.5-0.5b", "llama-3.2-1b",
-          "smollm2-135m", "tiny-llama", "tiny-qwen2",   "tiny-qwen3"};
+TensorType synth_fitting_type(TensorType wanted, int64_t cols) {
+  if (cols % traits(wanted).block_elems == 0) return wanted;
+  TensorType fallback = TensorType::F16;
+  if (wanted == TensorType::Q4_K || wanted == TensorType::Q3_K || wanted == TensorType::Q2_K)
+    fallback = TensorType::Q5_0;
+  else if (wanted == TensorType::Q5_K)
+    fallback = TensorType::Q5_1;
+  else if (wanted == TensorType::Q6_K)
+    fallback = TensorType::Q8_0;
+  return cols % traits(fallback).block_elems == 0 ? fallback : TensorType::F16;
 }
 
-std::optional<SynthSpec> synth_preset(const std::string& name) {
-  SynthSpec s;
-  if (name == "qwen3-0.6b") {
-    s = make(Arch::Qwen3, 1024, 28, 16, 8, 128, 3072, 1e6f, 1e-6f, 40960);
-  } else if (name == "qwen3-1.7b") {
-    s = make(Arch::Qwen3, 2048, 28, 16, 8, 128, 6144, 1e6f, 1e-6f, 40960);
-  } else if (name == "qwen2.5-0.5b") {
-    s = make(Arch::Qwen2, 896, 24, 14, 2, 64, 4864, 1e6f, 1e-6f, 32768);
-  } else if (name == "llama-3.2-1b") {
-    s = make(Arch::Llama, 2048, 16, 32, 8, 64, 8192, 500000.0f, 1e-5f, 131072);
-    s.rope_freqs = true;
-    s.llama3_factor = 32.0f;
-  } else if (name == "smollm2-135m") {
-    s = make(Arch::Llama, 576, 30, 9, 3, 64, 1536, 100000.0f, 1e-5f, 8192);
-  } else if (name == "tiny-llama") {
-    s = make(Arch::Llama, 64, 2, 4, 2, 16, 128, 10000.0f, 1e-5f, 512);
-    s.tied_output = false;
-  } else if (name == "tiny-qwen2") {
-    s = make(Arch::Qwen2, 64, 2, 4, 2, 16, 128, 1e6f, 1e-6f, 512);
-  } else if (name == "tiny-qwen3") {
-    s = make(Arch::Qwen3, 64, 2, 4, 2, 32, 128, 1e6f, 1e-6f, 512);
-  } else {
-    return std::nullopt;
+namespace {
+
+// hp.layer_kinds / kv_index from the spec's layer pattern, by the rules the loader applies to
+// the keys write_keys() writes (model/hparams.cpp).
+void assign_layer_kinds(SynthSpec& s) {
+  HParams& hp = s.hp;
+  hp.layer_kinds.assign(static_cast<size_t>(hp.n_layer), LayerKind::Attention);
+  for (int64_t l = 0; l < hp.n_layer; ++l) {
+    LayerKind& k = hp.layer_kinds[static_cast<size_t>(l)];
+    if (hp.arch == Arch::Gemma3 && l % 6 < 5) k = LayerKind::SlidingWindow;
+    if ((hp.arch == Arch::Qwen35 || hp.arch == Arch::Qwen35Moe) &&
+        (l + 1) % s.full_attention_interval != 0)
+      k = LayerKind::DeltaNet;
+    if (hp.arch == Arch::Lfm2 &&
+        std::find(s.lfm2_attention_layers.begin(), s.lfm2_attention_layers.end(), l) ==
+            s.lfm2_attention_layers.end())
+      k = LayerKind::ShortConv;
   }
-  s.name = name + "-synthetic";
-  return s;
+  hp.kv_index.assign(static_cast<size_t>(hp.n_layer), -1);
+  int32_t next = 0;
+  for (int64_t l = 0; l < hp.n_layer; ++l)
+    if (!hp.is_recurrent(l)) hp.kv_index[static_cast<size_t>(l)] = next++;
 }
+
+gguf::Value u32(int64_t v) {
+  return gguf::Value::make_u32(static_cast<uint32_t>(v));
+}
+
+// The keys beyond the common transformer ones, as llama.cpp's converters write them.
+void write_arch_keys(gguf::Writer& w, const SynthSpec& s, const std::string& p) {
+  const HParams& hp = s.hp;
+  if (hp.is_moe()) {
+    w.set(p + "expert_count", u32(hp.n_expert));
+    w.set(p + "expert_used_count", u32(hp.n_expert_used));
+    w.set(p + "expert_feed_forward_length", u32(hp.n_ff_exp));
+    if (hp.n_ff_shexp > 0) w.set(p + "expert_shared_feed_forward_length", u32(hp.n_ff_shexp));
+    if (hp.expert_gating_sigmoid) w.set(p + "expert_gating_func", u32(2));
+    if (!hp.expert_weights_norm) w.set(p + "expert_weights_norm", gguf::Value::make_bool(false));
+    if (hp.expert_weights_scale != 1.0f)
+      w.set(p + "expert_weights_scale", gguf::Value::make_f32(hp.expert_weights_scale));
+  }
+  if (hp.arch == Arch::Gemma3) {
+    w.set(p + "attention.sliding_window", u32(hp.n_swa));
+    w.set(p + "rope.freq_base_swa", gguf::Value::make_f32(hp.rope_freq_base_swa));
+  }
+  if (hp.arch == Arch::Qwen35 || hp.arch == Arch::Qwen35Moe) {
+    w.set(p + "ssm.conv_kernel", u32(hp.ssm_conv_kernel));
+    w.set(p + "ssm.state_size", u32(hp.ssm_head_dim));
+    w.set(p + "ssm.group_count", u32(hp.ssm_n_k_heads));
+    w.set(p + "ssm.time_step_rank", u32(hp.ssm_n_v_heads));
+    w.set(p + "ssm.inner_size", u32(hp.ssm_inner()));
+    w.set(p + "full_attention_interval", u32(s.full_attention_interval));
+    // llama.cpp's loader requires the multi-section rope split (text uses one position for all
+    // sections, so any split of the n_rot/2 pairs is exact); a real file's [11, 11, 10, 0] for
+    // 64 rotated dims, the synthetic files' [3, 3, 2, 0] for 16.
+    const int64_t pairs = hp.n_rot / 2;
+    w.set(p + "rope.dimension_sections",
+          gguf::Value::make_int_array(gguf::ValueType::INT32,
+                                      {(pairs + 2) / 3, (pairs + 1) / 3, pairs / 3, 0}));
+  }
+  if (hp.arch == Arch::Lfm2) w.set(p + "shortconv.l_cache", u32(hp.shortconv_l_cache));
+}
+
+void write_keys(gguf::Writer& w, const SynthSpec& s) {
+  const HParams& hp = s.hp;
+  const std::string p = hp.arch_name + ".";
+  w.set("general.architecture", gguf::Value::make_string(hp.arch_name));
+  w.set("general.name", gguf::Value::make_string(s.name.empty() ? "synthetic" : s.name));
+  w.set("general.description", gguf::Value::make_string("random weights written by hearth synth"));
+  w.set(p + "context_length", u32(hp.n_ctx_train));
+  w.set(p + "embedding_length", u32(hp.n_embd));
+  w.set(p + "block_count", u32(hp.n_layer));
+  // qwen35moe files carry no feed_forward_length (every FFN is MoE); qwen3moe's has one.
+  if (hp.arch != Arch::Qwen35Moe) w.set(p + "feed_forward_length", u32(hp.n_ff));
+  w.set(p + "attention.head_count", u32(hp.n_head));
+  if (hp.arch == Arch::Lfm2) {
+    // One KV head count per layer; 0 marks a short-conv layer.
+    std::vector<int64_t> kv(static_cast<size_t>(hp.n_layer));
+    for (int64_t l = 0; l < hp.n_layer; ++l)
+      kv[static_cast<size_t>(l)] = hp.is_recurrent(l) ? 0 : hp.n_head_kv;
+    w.set(p + "attention.head_count_kv",
+          gguf::Value::make_int_array(gguf::ValueType::INT32, std::move(kv)));
+  } else {
+    w.set(p + "attention.head_count_kv", u32(hp.n_head_kv));
+  }
+  w.set(p + "attention.key_length", u32(hp.head_dim));
+  w.set(p + "attention.value_length", u32(hp.head_dim));
+  w.set(p + "rope.dimension_count", u32(hp.n_rot));
+  w.set(p + "rope.freq_base", gguf::Value::make_f32(hp.rope_freq_base));
+  w.set(p + "attention.layer_norm_rms_epsilon", gguf::Value::make_f32(hp.rms_eps));
+  w.set(p + "vocab_size", u32(hp.n_vocab));
+  write_arch_keys(w, s, p);
+}
+
+// Fills n uniform values in [lo, hi) from a stream seeded by `seed`.
+void fill_uniform(float* out, int64_t n, uint64_t seed, double lo, double hi) {
+  uint64_t state = seed;
+  for (int64_t i = 0; i < n; ++i) {
+    state = mix(state);
+    out[i] = static_cast<float>(lo + (hi - lo) * (static_cast<double>(state >> 11) * 0x1.0p-53));
+  }
+}
+
+// A 1-D tensor's values by what it is: norms ~ 1 + N(0, 0.05), biases N(0, 0.1), the DeltaNet's
+// decay rates ssm_a = -exp(U(ln 0.05, ln 2)) (negative, as converters store -exp(A_log)) and
+// dt bias N(0, 0.5), the shared expert's gate vector N(0, 1/sqrt(n)) like a matrix row.
+void fill_vector(const std::string& name, float* v, int64_t n, uint64_t seed) {
+  if (name.ends_with(".ssm_a")) {
+    fill_uniform(v, n, seed, std::log(0.05), std::log(2.0));
+    for (int64_t i = 0; i < n; ++i) v[i] = -std::exp(v[i]);
+  } else if (name.ends_with("ssm_dt.bias")) {
+    fill_normal(v, n, seed, 0.0f, 0.5f);
+  } else if (name.ends_with(".bias")) {
+    fill_normal(v, n, seed, 0.0f, 0.1f);
+  } else if (name.ends_with("ffn_gate_inp_shexp.weight")) {
+    fill_normal(v, n, seed, 0.0f, 1.0f / std::sqrt(static_cast<float>(n)));
+  } else {
+    fill_normal(v, n, seed, 1.0f, 0.05f);
+  }
+}
+
+void add_vector(gguf::Writer& w, const TensorSpec& t, uint64_t tseed) {
+  const int64_t n = t.ne[0];
+  w.add_tensor(t.name, TensorType::F32, t.ne, [n, tseed, name = t.name](uint8_t* dst, size_t) {
+    std::vector<float> v(static_cast<size_t>(n));
+    fill_vector(name, v.data(), n, tseed);
+    std::memcpy(dst, v.data(), v.size() * sizeof(float));
+  });
+}
+
+void add_rope_freqs(gguf::Writer& w, const TensorSpec& t, const SynthSpec& s) {
+  std::vector<double> f = llama3_freq_factors(s);
+  std::vector<uint8_t> bytes(f.size() * sizeof(float));
+  for (size_t i = 0; i < f.size(); ++i) {
+    const float v = static_cast<float>(f[i]);
+    std::memcpy(bytes.data() + i * sizeof(float), &v, sizeof(float));
+  }
+  w.add_tensor(t.name, TensorType::F32, t.ne, std::move(bytes));
+}
+
+// A 2-D or 3-D matrix (3-D expert tensors are ne1 * ne2 rows of ne0) of N(0, 1/sqrt(ne0))
+// values, each row from its own stream (the file does not depend on the thread count).
+void add_matrix(gguf::Writer& w, const TensorSpec& t, TensorType type, uint64_t tseed,
+                int threads) {
+  const int64_t cols = t.ne[0];
+  int64_t rows = 1;
+  for (size_t i = 1; i < t.ne.size(); ++i) rows *= t.ne[i];
+  // Scale ~ 1/sqrt(fan_in) keeps activations and logits O(1).
+  const float sigma = 1.0f / std::sqrt(static_cast<float>(cols));
+  w.add_tensor(t.name, type, t.ne, [=](uint8_t* dst, size_t) {
+    const size_t stride = row_bytes(type, cols);
+    auto work = [&](int64_t r0, int64_t r1) {
+      std::vector<float> row(static_cast<size_t>(cols));
+      for (int64_t r = r0; r < r1; ++r) {
+        fill_normal(row.data(), cols, mix(tseed + static_cast<uint64_t>(r)), 0.0f, sigma);
+        quantize_row(type, row.data(), dst + static_cast<size_t>(r) * stride, cols);
+      }
+    };
+    std::vector<std::thread> pool;
+    const int64_t chunk = (rows + threads - 1) / threads;
+    for (int i = 1; i < threads; ++i)
+      pool.emplace_back(work, std::min(rows, i * chunk), std::min(rows, (i + 1) * chunk));
+    work(0, std::min(rows, chunk));
+    for (auto& th : pool) th.join();
+  });
+}
+
+}  // namespace
 
 uint64_t write_synthetic_model(const SynthSpec& spec, const std::string& out_path) {
   if (spec.vocab_path.empty()) fail("synth: a vocabulary GGUF is required (--vocab)");
@@ -191,81 +320,32 @@ uint64_t write_synthetic_model(const SynthSpec& spec, const std::string& out_pat
     fail("{}: has no tokenizer.ggml.tokens to take a vocabulary from", vocab.name());
 
   SynthSpec s = spec;
-  HParams& hp = s.hp;
-  hp.n_vocab = static_cast<int64_t>(tokens->array_size());
-  hp.validate("synth");
+  s.hp.n_vocab = static_cast<int64_t>(tokens->array_size());
+  assign_layer_kinds(s);
+  s.hp.validate("synth");
 
   gguf::Writer w;
-  const std::string p = hp.arch_name + ".";
-  w.set("general.architecture", gguf::Value::make_string(hp.arch_name));
-  w.set("general.name", gguf::Value::make_string(s.name.empty() ? "synthetic" : s.name));
-  w.set("general.description", gguf::Value::make_string("random weights written by hearth synth"));
-  auto u32 = [](int64_t v) { return gguf::Value::make_u32(static_cast<uint32_t>(v)); };
-  w.set(p + "context_length", u32(hp.n_ctx_train));
-  w.set(p + "embedding_length", u32(hp.n_embd));
-  w.set(p + "block_count", u32(hp.n_layer));
-  w.set(p + "feed_forward_length", u32(hp.n_ff));
-  w.set(p + "attention.head_count", u32(hp.n_head));
-  w.set(p + "attention.head_count_kv", u32(hp.n_head_kv));
-  w.set(p + "attention.key_length", u32(hp.head_dim));
-  w.set(p + "attention.value_length", u32(hp.head_dim));
-  w.set(p + "rope.dimension_count", u32(hp.n_rot));
-  w.set(p + "rope.freq_base", gguf::Value::make_f32(hp.rope_freq_base));
-  w.set(p + "attention.layer_norm_rms_epsilon", gguf::Value::make_f32(hp.rms_eps));
-  w.set(p + "vocab_size", u32(hp.n_vocab));
+  write_keys(w, s);
   for (const gguf::KeyValue& kv : vocab.metadata())
     if (kv.key.rfind("tokenizer.", 0) == 0) w.set(kv.key, kv.value);
 
   const uint64_t seed = mix(s.seed);
-  for (const TensorSpec& t : tensor_specs(hp)) {
+  const int threads = std::max(1, s.threads);
+  for (const TensorSpec& t : tensor_specs(s.hp)) {
     if (t.name == "output.weight" && s.tied_output) continue;
     if (t.name == "rope_freqs.weight") {
-      if (!s.rope_freqs) continue;
-      std::vector<double> f = llama3_freq_factors(s);
-      std::vector<uint8_t> bytes(f.size() * sizeof(float));
-      for (size_t i = 0; i < f.size(); ++i) {
-        const float v = static_cast<float>(f[i]);
-        std::memcpy(bytes.data() + i * sizeof(float), &v, sizeof(float));
-      }
-      w.add_tensor(t.name, TensorType::F32, t.ne, std::move(bytes));
+      if (s.rope_freqs) add_rope_freqs(w, t, s);
       continue;
     }
     const uint64_t tseed = mix(seed ^ hash_name(t.name));
-    if (!t.matrix) {
-      const bool bias = t.name.find(".bias") != std::string::npos;
-      const int64_t n = t.ne[0];
-      w.add_tensor(t.name, TensorType::F32, t.ne, [n, tseed, bias](uint8_t* dst, size_t) {
-        std::vector<float> v(static_cast<size_t>(n));
-        fill_normal(v.data(), n, tseed, bias ? 0.0f : 1.0f, bias ? 0.1f : 0.05f);
-        std::memcpy(dst, v.data(), v.size() * sizeof(float));
-      });
-      continue;
+    if (t.f32_matrix) {
+      // Routers and conv taps stay F32 in every file, as llama-quantize leaves them.
+      add_matrix(w, t, TensorType::F32, tseed, threads);
+    } else if (t.matrix) {
+      add_matrix(w, t, synth_fitting_type(matrix_type(s, t.name), t.ne[0]), tseed, threads);
+    } else {
+      add_vector(w, t, tseed);
     }
-    const int64_t cols = t.ne[0], rows = t.ne[1];
-    const TensorType type = matrix_type(s, t.name);
-    const int64_t block = traits(type).block_elems;
-    if (cols % block != 0)
-      fail("synth: tensor '{}' rows of {} are not a multiple of the {} block size {}", t.name, cols,
-           type_name(type), block);
-    // Scale ~ 1/sqrt(fan_in) keeps activations and logits O(1).
-    const float sigma = 1.0f / std::sqrt(static_cast<float>(cols));
-    const int threads = std::max(1, s.threads);
-    w.add_tensor(t.name, type, t.ne, [=](uint8_t* dst, size_t) {
-      const size_t stride = row_bytes(type, cols);
-      auto work = [&](int64_t r0, int64_t r1) {
-        std::vector<float> row(static_cast<size_t>(cols));
-        for (int64_t r = r0; r < r1; ++r) {
-          fill_normal(row.data(), cols, mix(tseed + static_cast<uint64_t>(r)), 0.0f, sigma);
-          quantize_row(type, row.data(), dst + static_cast<size_t>(r) * stride, cols);
-        }
-      };
-      std::vector<std::thread> pool;
-      const int64_t chunk = (rows + threads - 1) / threads;
-      for (int i = 1; i < threads; ++i)
-        pool.emplace_back(work, std::min(rows, i * chunk), std::min(rows, (i + 1) * chunk));
-      work(0, std::min(rows, chunk));
-      for (auto& th : pool) th.join();
-    });
   }
   w.write(out_path);
   return std::filesystem::file_size(out_path);

@@ -213,6 +213,27 @@ TEST(SnapshotCache, TextMatchesAreCutBackToASnapshot) {
   kv.free(3);
 }
 
+// Editing the same message twice: the first edit leaves the cached path at token 11 and
+// snapshots there on its own branch; the second edit shares 12 tokens with the first edit's
+// branch (one more than with the original), and still resumes at 11 from that snapshot.
+TEST(SnapshotCache, ASecondEditResumesAtTheFirstEditsBranchPoint) {
+  const KvGeometry g = hybrid_geometry();
+  KvManager kv(g, g.bytes_per_block() * 32, options());
+  const std::vector<int32_t> original = iota_tokens(14);  // snapshots at 8 and 13
+  EXPECT_EQ(run_prompt(kv, 1, original), 0);
+  kv.cache_finished({1, original, 14, {}});
+
+  std::vector<int32_t> edit1 = iota_tokens(11);
+  edit1.insert(edit1.end(), {500, 501, 502});  // leaves the path after 11 tokens
+  EXPECT_EQ(run_prompt(kv, 2, edit1), 8);
+  kv.cache_finished({2, edit1, 14, {}});
+
+  std::vector<int32_t> edit2 = iota_tokens(11);
+  edit2.insert(edit2.end(), {500, 600, 601});  // shares 12 tokens with edit1, 11 with original
+  EXPECT_EQ(run_prompt(kv, 3, edit2), 11);
+  kv.free(3);
+}
+
 std::string temp_dir(const char* what) {
   const auto dir = std::filesystem::temp_directory_path() /
                    (std::string("hearth-snapshots-") + what + "-" + std::to_string(::getpid()));

@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <filesystem>
+#include <iostream>
+#include <map>
 
 #include "common/shared_data.h"
 #include "common/temp_dir.h"
@@ -181,6 +183,117 @@ TEST(Synth, TypeNamesAndMixtures) {
     }
     EXPECT_EQ(s.weight_type, TensorType::Q8_0) << "a rejected --type changed the spec";
   }
+}
+
+// The new architectures' tiny presets against the shared synthetic-arch file of the same
+// architecture: the same metadata keys with the same value types (tokenizer.* and general.*
+// aside), the layer kinds the loader derives from them, F32 routers and conv taps, negative
+// DeltaNet decay rates, and a forward pass that computes.
+struct ArchPreset {
+  std::string preset, shared;  // tiny-<arch>, models/synthetic-arch/<shared>-F32.gguf
+  std::vector<LayerKind> kinds;
+};
+
+std::map<std::string, gguf::ValueType> model_keys(const gguf::File& f) {
+  std::map<std::string, gguf::ValueType> keys;
+  for (const gguf::KeyValue& kv : f.metadata())
+    if (!kv.key.starts_with("tokenizer.") && !kv.key.starts_with("general."))
+      keys[kv.key] = kv.value.type == gguf::ValueType::ARRAY ? kv.value.elem_type : kv.value.type;
+  return keys;
+}
+
+class SynthArchPreset : public ::testing::TestWithParam<ArchPreset> {};
+
+TEST_P(SynthArchPreset, MatchesSharedFileKeysAndLoadsWithItsLayerKinds) {
+  HEARTH_SHARED_OR_SKIP(vocab, "models/stories260K.gguf");
+  const ArchPreset& a = GetParam();
+  HEARTH_SHARED_OR_SKIP(shared, "models/synthetic-arch/" + a.shared + "-F32.gguf");
+  TempDir dir;
+  SynthSpec s = *synth_preset(a.preset);
+  s.vocab_path = vocab;
+  for (const char* type : {"F32", "Q4_K"}) {
+    SCOPED_TRACE(type);
+    set_synth_type(s, type);
+    const std::string path = dir.file(std::string(type) + ".gguf");
+    write_synthetic_model(s, path);
+    auto m = Model::load(path);
+    const HParams& hp = m->hparams();
+    EXPECT_EQ(hp.arch_name, a.shared);
+    EXPECT_EQ(hp.layer_kinds, a.kinds);
+    EXPECT_EQ(model_keys(m->file()), model_keys(gguf::File::open(shared)));
+    for (const gguf::TensorInfo& t : m->file().tensors()) {
+      const bool stays_f32 = t.name.ends_with("ffn_gate_inp.weight") ||
+                             t.name.ends_with("ssm_conv1d.weight") ||
+                             t.name.ends_with("shortconv.conv.weight") || t.n_dims == 1;
+      // Tiny rows of 16..128 values do not fit Q4_K's 256: llama-quantize's Q5_0 fallback.
+      const TensorType want =
+          std::string(type) == "F32" || stays_f32 ? TensorType::F32 : TensorType::Q5_0;
+      EXPECT_EQ(t.type, want) << t.name;
+    }
+    for (const LayerWeights& L : m->weights().layers)
+      for (float v : L.ssm_a) EXPECT_LT(v, 0.0f);
+
+    ReferenceForward f(*m, 32);
+    const std::vector<int32_t> ids = {1, 300, 400, 500, 20, 30, 40};
+    const std::vector<float> logits = f.eval(ids);
+    float lo = logits[0], hi = logits[0];
+    for (float x : logits) {
+      ASSERT_TRUE(std::isfinite(x));
+      lo = std::min(lo, x);
+      hi = std::max(hi, x);
+    }
+    EXPECT_GT(hi - lo, 0.1f) << "logits are flat: weights were not randomised";
+  }
+}
+
+constexpr LayerKind kAttn = LayerKind::Attention, kSwa = LayerKind::SlidingWindow,
+                    kDelta = LayerKind::DeltaNet, kConv = LayerKind::ShortConv;
+
+INSTANTIATE_TEST_SUITE_P(
+    TinyPresets, SynthArchPreset,
+    ::testing::Values(ArchPreset{"tiny-qwen3moe", "qwen3moe", {kAttn, kAttn}},
+                      ArchPreset{"tiny-gemma3", "gemma3", {kSwa, kSwa, kSwa, kSwa, kSwa, kAttn}},
+                      ArchPreset{"tiny-qwen35", "qwen35", {kDelta, kDelta, kDelta, kAttn}},
+                      ArchPreset{"tiny-qwen35moe", "qwen35moe", {kDelta, kDelta, kDelta, kAttn}},
+                      ArchPreset{"tiny-lfm2", "lfm2", {kConv, kAttn, kConv, kAttn}}),
+    [](const auto& info) { return info.param.shared; });
+
+TEST(Synth, FallsBackLikeLlamaQuantizeWhenRowsDoNotFitTheBlock) {
+  EXPECT_EQ(synth_fitting_type(TensorType::Q4_K, 768), TensorType::Q4_K);
+  EXPECT_EQ(synth_fitting_type(TensorType::Q4_K, 64), TensorType::Q5_0);
+  EXPECT_EQ(synth_fitting_type(TensorType::Q5_K, 1152), TensorType::Q5_1);
+  EXPECT_EQ(synth_fitting_type(TensorType::Q6_K, 32), TensorType::Q8_0);
+  EXPECT_EQ(synth_fitting_type(TensorType::Q4_K, 48), TensorType::F16);
+  EXPECT_EQ(synth_fitting_type(TensorType::Q8_0, 64), TensorType::Q8_0);
+  EXPECT_EQ(synth_fitting_type(TensorType::F32, 7), TensorType::F32);
+}
+
+// Bytes of a preset's weights at Q8_0 (tensor_specs; the vocabulary of Qwen3, 151,936 tokens).
+double q8_0_gigabytes(const std::string& preset) {
+  SynthSpec s = *synth_preset(preset);
+  s.hp.n_vocab = 151936;
+  double bytes = 0;
+  for (const TensorSpec& t : tensor_specs(s.hp)) {
+    if (t.name == "output.weight" && s.tied_output) continue;
+    int64_t rows = 1;
+    for (size_t i = 1; i < t.ne.size(); ++i) rows *= t.ne[i];
+    const TensorType type = t.matrix ? TensorType::Q8_0 : TensorType::F32;
+    bytes += static_cast<double>(row_bytes(type, t.ne[0])) * static_cast<double>(rows);
+  }
+  return bytes / 1e9;
+}
+
+// What the preset help says: the real Qwen3-30B-A3B shape does not fit a 24 GiB machine at
+// Q8_0, the mini does.
+TEST(Synth, MoePresetSizes) {
+  const double real = q8_0_gigabytes("qwen3-30b-a3b"), mini = q8_0_gigabytes("qwen3moe-mini");
+  std::cout << "[ measured ] Q8_0 weights: qwen3-30b-a3b " << real << " GB, qwen3moe-mini " << mini
+            << " GB\n";
+  EXPECT_GT(real, 30.0);
+  EXPECT_LT(real, 34.0);
+  EXPECT_LT(mini, 6.0);
+  EXPECT_EQ(synth_preset("qwen3-30b-a3b")->hp.n_expert, 128);
+  EXPECT_EQ(synth_preset("qwen3moe-mini")->hp.n_ff_exp, 768);
 }
 
 }  // namespace
