@@ -106,7 +106,10 @@ int64_t KvManager::attach(int64_t id, std::span<const int32_t> tokens, const Tex
     }
     if (m.n_tokens() == 0)
       std::fill_n(states_.arena().slot(slot), states_.arena().slot_floats, 0.f);
-    if (m.n_shared > m.n_tokens()) st.anchors.push_back(m.n_shared);
+    if (m.n_shared > m.n_tokens()) {
+      st.anchors.push_back(m.n_shared);
+      st.branch_point = m.n_shared;
+    }
     st.anchors.push_back(static_cast<int64_t>(tokens.size()) - 1);
   }
   st.blocks = std::move(m.blocks);
@@ -199,9 +202,12 @@ void KvManager::computed(const SeqView& s) {
   auto it = seqs_.find(s.id);
   if (it == seqs_.end()) return;
   std::vector<int64_t>& anchors = it->second.anchors;
-  const bool anchor = std::find(anchors.begin(), anchors.end(), s.n_computed) != anchors.end();
+  const bool wanted = std::find(anchors.begin(), anchors.end(), s.n_computed) != anchors.end();
   std::erase_if(anchors, [&](int64_t a) { return a <= s.n_computed; });
-  if (anchor || s.n_computed % snapshot_interval() == 0) cache_path(s, anchor);
+  // Only the branch point is an anchor; the prompt's last position but one serves a repeat of
+  // the same prompt (a regenerated reply) and is kept like an interval snapshot.
+  if (wanted || s.n_computed % snapshot_interval() == 0)
+    cache_path(s, s.n_computed == it->second.branch_point);
 }
 
 bool KvManager::finish_turn(const SeqView& s) {
@@ -239,7 +245,8 @@ void KvManager::snapshot(const SeqView& s, int32_t working, bool anchor) {
   const auto path = s.tokens.first(static_cast<size_t>(s.n_computed));
   if (!cache_->wants_snapshot(path, anchor)) return;
   std::optional<int32_t> slot = states_.allocate_snapshot();
-  while (!slot && cache_->evict_snapshot()) slot = states_.allocate_snapshot();
+  // An interval snapshot never pushes out an anchor: it is skipped when only anchors are left.
+  while (!slot && cache_->evict_snapshot(!anchor)) slot = states_.allocate_snapshot();
   if (!slot) return;
   states_.copy(*slot, working);
   cache_->add_snapshot(path, *slot, anchor);
@@ -293,6 +300,7 @@ void KvManager::release(SeqKvState& st) {
   if (st.state_slot >= 0) states_.release(st.state_slot);
   st.state_slot = -1;
   st.anchors.clear();
+  st.branch_point = 0;
 }
 
 int64_t KvManager::cache_only_blocks() const {

@@ -34,15 +34,17 @@
 // request resumes from is covered without recomputing the whole prefix:
 //   - anchors: at the end of every cached prompt and reply (cache_unfinished/cache_finished/
 //     preempt: a finished reply's last token runs as a completing row, so the next turn resumes
-//     after all of it), at the last prompt token minus one (a repeated prompt still runs its
-//     last token for logits, so it resumes at n_prompt-1), and at the branch point where an
-//     admitted request leaves the cached path (taken while it prefills, for later requests
-//     sharing that prefix);
+//     after all of it) and at the branch point where an admitted request leaves the cached path
+//     (taken while it prefills, for later requests sharing that prefix);
+//   - at the last prompt token minus one (a repeated prompt still runs its last token for
+//     logits, so it resumes at n_prompt-1): kept as an interval snapshot, since only a repeat
+//     of the same prompt (a regenerated reply) uses it;
 //   - intervals: every `snapshot_interval` tokens (16 by default) while the snapshot store is
 //     less than half full, then twice as sparse at each halving of what is free (32 below 3/4,
 //     64 below 7/8, ...), positions aligned so sparser ones are a subset; taken in prefill and
-//     decode alike. Snapshots are evicted LRU, interval ones before anchors, so a flood of
-//     interval snapshots from one long prompt never pushes out where conversations resume.
+//     decode alike. Snapshots are evicted LRU, interval ones before anchors, and an interval
+//     snapshot is skipped rather than evict an anchor, so a flood of them from one long prompt
+//     never pushes out where conversations resume.
 //   Measured (tests/kv/snapshot_placement_test.cpp: chat replays of 300-token system prompt,
 //   20-80-token messages, 64-token replies, EngineOptions' default budgets): on Qwen3.5-0.8B's
 //   shape (20.2 MB of state per snapshot, 12 KiB of KV per token; default snapshot budget 323 MB
@@ -143,6 +145,7 @@ struct SeqKvState {
   std::vector<int32_t> blocks;   // attention layers: the block table
   int32_t state_slot = -1;       // recurrent layers: the working slot
   std::vector<int64_t> anchors;  // positions still to snapshot (prompt end - 1, branch point)
+  int64_t branch_point = 0;      // where it left the cached path (0: none)
 };
 
 class KvManager {

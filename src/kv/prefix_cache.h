@@ -118,7 +118,8 @@ class PrefixCache {
   void add_snapshot(std::span<const int32_t> tokens, int32_t slot, bool anchor);
   // Frees one snapshot slot: the least-recently-used interval snapshot, else anchor; false when
   // the cache holds none.
-  bool evict_snapshot();
+  // `intervals_only`: anchors stay (false when no interval snapshot is in memory).
+  bool evict_snapshot(bool intervals_only = false);
 
   // Adds a sequence's computed tokens and takes over its references to `blocks` (which cover
   // them): a block whose tokens are already cached is released, the rest become nodes. `text`

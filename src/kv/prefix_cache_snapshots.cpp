@@ -145,7 +145,7 @@ void PrefixCache::add_snapshot(std::span<const int32_t> tokens, int32_t slot, bo
 
 // Frees the least-recently-used snapshot slot (interval snapshots first): written to the disk
 // tier when there is one (it stays in the tree), dropped otherwise.
-bool PrefixCache::evict_snapshot() {
+bool PrefixCache::evict_snapshot(bool intervals_only) {
   Node* owner = nullptr;
   size_t victim = 0;
   auto older = [](const Snapshot& a, const Snapshot& b) {
@@ -154,7 +154,8 @@ bool PrefixCache::evict_snapshot() {
   };
   for (Node* n : snapped_)
     for (size_t i = 0; i < n->snaps.size(); ++i)
-      if (n->snaps[i].slot >= 0 && (!owner || older(n->snaps[i], owner->snaps[victim]))) {
+      if (n->snaps[i].slot >= 0 && !(intervals_only && n->snaps[i].anchor) &&
+          (!owner || older(n->snaps[i], owner->snaps[victim]))) {
         owner = n;
         victim = i;
       }

@@ -129,13 +129,32 @@ TEST(SnapshotCache, SnapshotsStayWithinTheirBudgetIntervalOnesGoFirst) {
   EXPECT_LE(st.snapshots, 6);
   EXPECT_GT(st.snapshot_evictions, 0);
   EXPECT_EQ(kv.states().n_snapshots(), st.snapshots);
-  // a's anchors outlived the interval snapshots: its repeat and continuation still resume.
-  EXPECT_EQ(run_prompt(kv, 3, a), 29);
-  kv.free(3);
+  // a's end (an anchor) outlived every interval snapshot, 29 (a repeat's) included: its
+  // continuation still resumes there, a repeat of its prompt recomputes.
   std::vector<int32_t> more = a;
   more.push_back(5);
   EXPECT_EQ(run_prompt(kv, 4, more), 30);
   kv.free(4);
+  EXPECT_EQ(run_prompt(kv, 3, a), 0);
+  kv.free(3);
+
+  // With only anchors left, an interval snapshot is skipped instead of evicting one.
+  KvManager full(g, g.bytes_per_block() * 64, options(2));
+  const std::vector<int32_t> c = iota_tokens(9, 600), d = iota_tokens(9, 700);
+  for (const auto* p : {&c, &d}) {
+    full.attach(5, *p, nullptr, 1000);
+    compute(full, 5, *p, 0, 9);
+    full.cache_finished({5, *p, 9, {}});
+  }
+  const std::vector<int32_t> e = iota_tokens(60, 800);
+  run_prompt(full, 6, e);
+  full.free(6);
+  for (const auto* p : {&c, &d}) {
+    std::vector<int32_t> next = *p;
+    next.push_back(1);
+    EXPECT_EQ(full.attach(7, next, nullptr, 1000), 9);
+    full.free(7);
+  }
 }
 
 // Blocks evicted without a disk tier take their snapshots with them; a hit never restores a
