@@ -45,14 +45,16 @@
 //     decode alike. Snapshots are evicted LRU, interval ones before anchors, and an interval
 //     snapshot is skipped rather than evict an anchor, so a flood of them from one long prompt
 //     never pushes out where conversations resume.
-//   Measured (tests/kv/snapshot_placement_test.cpp: chat replays of 300-token system prompt,
-//   20-80-token messages, 64-token replies, EngineOptions' default budgets): on Qwen3.5-0.8B's
-//   shape (20.2 MB of state per snapshot, 12 KiB of KV per token; default snapshot budget 323 MB
-//   = 16 snapshots) every turn prefills only its new message (S=1, T=8: prefilled/new 1.000;
-//   S=4, T=8: 0.69, the shared system prompt counted as new per session), with the store full
-//   at 16 snapshots for 4,000 cached tokens (81 MB per 1,000 tokens) and the interval grown to
-//   256 tokens; on the synthetic qwen35's shape (0.22 MB per snapshot) 39 snapshots = 8.4 MB for
-//   the same 4,000 tokens (2.1 MB per 1,000), prefilled/new the same.
+//   Measured, engine end to end (bench/chat_replay, T=8 turns of ~85 new tokens and 64-token
+//   replies after a 300-token system prompt, on `hearth synth --preset qwen3.5-0.8b` Q8_0:
+//   20.2 MB of state per snapshot, 12 KiB of F16 KV per token; default budgets, which hold 9
+//   snapshots = 182 MB): S=1 prefilled/new 895/895 = 1.000, S=4 round-robin 2927/2902 = 1.009;
+//   the store stays full (16.8-22.3 MB per 1,000 cached tokens, the bench's cold-prefill probes
+//   included) and ~100-150 snapshots are taken per run (20 MB copies: well under 1% of the
+//   wall time). Before interval snapshots were barred from evicting anchors, S=4 gave 6.35.
+//   Through the KV manager alone (tests/kv/snapshot_placement_test.cpp, same shapes, 16 slots):
+//   prefilled/new 1.000 for S=1; 81 MB per 1,000 tokens with 4,000 tokens cached; on the
+//   synthetic qwen35's shape (0.22 MB per snapshot) 39 snapshots = 2.1 MB per 1,000 tokens.
 //   A prefill chunk must end exactly at a snapshot position: snapshot_stop() is the scheduler's
 //   plain fact (SeqFacts::stop_at), and after each step computed() takes the snapshot when the
 //   sequence lands on one (inserting its path into the cache, like cache_unfinished).
