@@ -31,6 +31,11 @@ KvGeometry::Split KvGeometry::split(size_t budget, int max_sequences, int64_t st
   const auto wanted = static_cast<size_t>(window_blocks_wanted(max_sequences, step_tokens));
   const size_t w = std::clamp<size_t>(std::min(wanted, proportional), 1, 1u << 30);
   const size_t rest = budget > w * window ? budget - w * window : 0;
+  // Every layer sliding-window (a gemma3 shorter than its 6-layer period): the main blocks hold
+  // no memory but still number the positions; as many as the budget would give all layers.
+  if (main == 0)
+    return {static_cast<int32_t>(std::clamp<size_t>(budget / window, 1, 1u << 24)),
+            static_cast<int32_t>(w)};
   return {BlockPool::blocks_for_budget(layout, n_layer, rest), static_cast<int32_t>(w)};
 }
 

@@ -4,9 +4,15 @@
 // largest position whose window they cover; nothing leaks from either pool.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <numeric>
 
+#include "kv/disk_tier.h"
 #include "kv/kv_manager.h"
+#include "kv/prefix_cache.h"
 
 namespace hearth {
 namespace {
@@ -204,6 +210,77 @@ TEST(WindowKv, WindowBlocksAreEvictedOnTheirOwnPressure) {
   kv.free(20);
   kv.free(21);
   expect_all_returned(kv);
+}
+
+// The window blocks' disk tier (through the prefix cache, with disk tiers it can flush): evicted
+// window blocks come back from disk on a hit; a file that cannot be read back gives the match
+// up (recomputed from 0, never a wrong window); a restart finds the window blocks written at
+// shutdown.
+TEST(WindowKv, EvictedWindowBlocksComeBackFromDisk) {
+  const KvGeometry g = geometry();
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("hearth-window-disk-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  BlockPool main(g.layout, g.n_layer, 32), window(g.layout, g.n_window_layer, 6);
+  DiskTier disk(dir.string(), "blocks", main.arena().block_stride(), 1ull << 30);
+  DiskTier window_disk(dir.string(), "windows", window.arena().block_stride(), 1ull << 30);
+  const auto a = iota_tokens(12, 1000), b = iota_tokens(12, 2000), c = iota_tokens(12, 3000);
+  auto ask = [](std::vector<int32_t> t) {
+    t.push_back(1);
+    return t;
+  };
+  auto insert = [&](PrefixCache& cache, const std::vector<int32_t>& t) {
+    std::vector<int32_t> blocks, windows;
+    for (int i = 0; i < 3; ++i) {
+      blocks.push_back(*main.allocate());
+      auto w = window.allocate();
+      while (!w && cache.evict_window_one()) w = window.allocate();
+      windows.push_back(*w);
+    }
+    cache.insert(t, blocks, {}, windows);
+  };
+  auto release = [&](PrefixMatch& m) {
+    for (int32_t x : m.blocks) main.release(x);
+    for (int32_t x : m.window_blocks)
+      if (x >= 0) window.release(x);
+  };
+  {
+    PrefixCache cache(main, &disk, nullptr, nullptr, &window, kWindow, &window_disk);
+    insert(cache, a);
+    insert(cache, b);                                                   // the window pool is full
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(cache.evict_window_one());  // a's go to disk
+    EXPECT_EQ(cache.stats().window_blocks, 3);
+    PrefixMatch m = cache.match(ask(a), 12);  // read back
+    EXPECT_EQ(m.n_tokens(), 12);
+    EXPECT_EQ(m.window_blocks.size(), 3u);
+    for (int32_t w : m.window_blocks) EXPECT_GE(w, 0);
+    release(m);
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(cache.evict_window_one());  // b's, used longest ago
+    window_disk.flush();
+    int corrupted = 0;
+    for (const auto& f : std::filesystem::recursive_directory_iterator(dir))
+      if (f.is_regular_file() && f.path().parent_path().filename() == "windows") {
+        std::ofstream(f.path(), std::ios::binary | std::ios::trunc) << "x";
+        ++corrupted;
+      }
+    EXPECT_EQ(corrupted, 6);
+    m = cache.match(ask(b), 12);  // b's window blocks are only on disk, and unreadable
+    EXPECT_EQ(m.n_tokens(), 0);
+    EXPECT_TRUE(m.blocks.empty());
+    m = cache.match(ask(a), 12);  // a's are in memory
+    EXPECT_EQ(m.n_tokens(), 12);
+    release(m);
+    insert(cache, c);  // written at shutdown
+  }
+  EXPECT_EQ(window.n_free(), window.n_blocks());
+  EXPECT_EQ(main.n_free(), main.n_blocks());
+  PrefixCache restarted(main, &disk, nullptr, nullptr, &window, kWindow, &window_disk);
+  PrefixMatch m = restarted.match(ask(c), 12);
+  EXPECT_EQ(m.n_tokens(), 12);
+  EXPECT_EQ(m.window_blocks.size(), 3u);
+  release(m);
+  EXPECT_EQ(restarted.match(ask(a), 12).n_tokens(), 0);  // its files were corrupted
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
