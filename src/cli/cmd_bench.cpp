@@ -148,8 +148,12 @@ int bench(const BenchOptions& o) {
   fmt::print("model: {} | {} | {:.1f} MiB weights | simd: {} ({}) | kv: {}\n", o.model,
              hp.summary(), static_cast<double>(model.weight_bytes()) / (1 << 20),
              ops::simd_level_name(ops::simd_level()), ops::cpu_features().summary(), type_name(kv));
-  const size_t kv_token_bytes = KvGeometry::for_model(hp, kv, 32).bytes_per_token();
-  fmt::print("kv bytes per token: {} ({})\n", kv_token_bytes, type_name(kv));
+  const KvGeometry kv_geometry = KvGeometry::for_model(hp, kv, 32);
+  fmt::print("kv bytes per token: {} ({})", kv_geometry.bytes_per_token(), type_name(kv));
+  if (kv_geometry.n_window_layer > 0)  // kept only for the last n_swa positions
+    fmt::print(" + {} in the sliding-window layers' pool (last {} positions)",
+               kv_geometry.window_bytes_per_token(), kv_geometry.n_swa);
+  fmt::print("\n");
   if (!o.concurrency.empty() || o.long_prompt > 0) {
     bench_engine(o, model, rt.tokenizer(), pool, kv);
     return 0;

@@ -23,6 +23,17 @@ void print_layer_kinds(const HParams& hp) {
   if (hp.has_sliding_window()) fmt::print("  sliding window: {} positions\n", hp.n_swa);
   fmt::print("  K/V per token (f32): {} bytes over {} attention layers\n",
              hp.n_kv_layers() * 2 * hp.kv_dim() * 4, hp.n_kv_layers());
+  if (hp.has_sliding_window()) {
+    // Two pools (kv/kv_manager.h): the full-attention layers keep every position, the
+    // sliding-window layers only their window's.
+    const int64_t per_layer = 2 * hp.kv_dim() * 4;
+    fmt::print("  K/V per token (f32), full-attention pool: {} bytes ({} layers)\n",
+               hp.n_full_attention_layers() * per_layer, hp.n_full_attention_layers());
+    fmt::print(
+        "  K/V per token (f32), window pool: {} bytes ({} layers, kept for the last {} "
+        "positions of a sequence)\n",
+        hp.n_window_layers() * per_layer, hp.n_window_layers(), hp.n_swa);
+  }
   if (hp.has_recurrent_layers())
     fmt::print("  recurrent state per sequence (f32): {} bytes ({:.3f} MiB)\n",
                hp.recurrent_state_floats() * 4,

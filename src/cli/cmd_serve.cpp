@@ -136,6 +136,13 @@ int serve(ServeOptions o) {
     srv.set_backend(rt->tokenizer(), rt->engine(), info);
     std::fprintf(stderr, "hearth: ready: model '%s', context %lld, %d parallel\n", info.id.c_str(),
                  static_cast<long long>(n_ctx), o.parallel);
+    const EngineMetrics m = rt->engine().metrics();
+    std::fprintf(stderr, "hearth: KV: %d blocks, %zu bytes per token", m.kv_blocks,
+                 m.kv_bytes_per_token);
+    if (m.kv_window_blocks > 0)  // sliding-window layers: their own, smaller pool
+      std::fprintf(stderr, "; sliding-window layers: %d blocks, %zu bytes per token",
+                   m.kv_window_blocks, m.kv_window_bytes_per_token);
+    std::fprintf(stderr, "\n");
   } catch (const std::exception& e) {
     srv.shutdown();
     http.join();

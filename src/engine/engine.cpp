@@ -60,7 +60,7 @@ KvGeometry kv_geometry(const Model& model, const EngineOptions& o) {
 // The asked budget, or room for every running sequence's full context (kv/kv_manager.h).
 size_t kv_budget(const Model& model, const EngineOptions& o) {
   if (o.kv_bytes > 0) return o.kv_bytes;
-  return kv_geometry(model, o).default_budget(o.max_seq_tokens, o.max_running);
+  return kv_geometry(model, o).default_budget(o.max_seq_tokens, o.max_running, o.step_tokens);
 }
 
 KvCacheOptions kv_cache_options(const Model& model, const EngineOptions& o) {
@@ -74,6 +74,7 @@ KvCacheOptions kv_cache_options(const Model& model, const EngineOptions& o) {
   c.max_sequences = 2 * std::max(1, o.max_running);
   c.snapshot_bytes = o.snapshot_bytes;
   c.snapshot_interval = o.snapshot_interval;
+  c.step_tokens = o.step_tokens;
   return c;
 }
 
@@ -509,7 +510,7 @@ bool Engine::forward(const std::vector<Row>& rows, std::vector<SeqBatch>& batch)
     batch.push_back(
         {std::span(s->tokens).subspan(static_cast<size_t>(s->n_computed), static_cast<size_t>(r.n)),
          s->n_computed, kv_.block_table(s->id), last ? Logits::Last : Logits::None,
-         kv_.state_slot(s->id)});
+         kv_.state_slot(s->id), kv_.window_table(s->id)});
     if (!s->scheduled_once) {
       s->scheduled_once = true;
       s->stats.queue_ms =
@@ -616,9 +617,15 @@ void Engine::publish_metrics() {
   m.kv_blocks_free = kv_.pool().n_free();
   m.kv_bytes_per_token = kv_bytes_per_token();
   m.state_slot_bytes = kv_.states().slot_bytes();
+  if (const BlockPool* w = kv_.window_pool()) {
+    m.kv_window_blocks = w->n_blocks();
+    m.kv_window_blocks_free = w->n_free();
+    m.kv_window_bytes_per_token = kv_.window_bytes_per_token();
+  }
   if (auto cache = kv_.cache_stats()) {
     m.cache = *cache;
     m.kv_blocks_cache_only = kv_.cache_only_blocks();
+    m.kv_window_blocks_cache_only = kv_.cache_only_window_blocks();
   }
   m.disk = kv_.disk_stats();
   std::lock_guard lock(mu_);

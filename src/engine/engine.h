@@ -61,7 +61,11 @@ struct EngineMetrics {
   int running = 0, queued = 0;
   int32_t kv_blocks = 0, kv_blocks_free = 0;
   int64_t kv_blocks_cache_only = 0;  // held by the prefix cache alone (reclaimable)
-  size_t kv_bytes_per_token = 0;
+  size_t kv_bytes_per_token = 0;     // the main blocks (full-attention layers)
+  // Models with sliding-window layers: their window blocks (kv/kv_manager.h); zeros otherwise.
+  int32_t kv_window_blocks = 0, kv_window_blocks_free = 0;
+  int64_t kv_window_blocks_cache_only = 0;
+  size_t kv_window_bytes_per_token = 0;
   size_t state_slot_bytes = 0;  // one sequence's (or snapshot's) recurrent state; 0: none
   PrefixCacheStats cache;
   DiskTierStats disk;

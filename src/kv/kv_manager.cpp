@@ -9,7 +9,34 @@
 namespace hearth {
 
 KvGeometry KvGeometry::for_model(const HParams& hp, TensorType kv_type, int64_t block_tokens) {
-  return {kv_layout_for(hp, kv_type, block_tokens), hp.n_kv_layers(), StateArena::layout_for(hp)};
+  KvGeometry g{kv_layout_for(hp, kv_type, block_tokens), hp.n_full_attention_layers(),
+               StateArena::layout_for(hp)};
+  g.n_window_layer = hp.n_window_layers();
+  g.n_swa = g.n_window_layer > 0 ? hp.n_swa : 0;
+  if (g.n_window_layer > 0 && g.n_swa <= 0) fail("KV: sliding-window layers without a window");
+  return g;
+}
+
+int64_t KvGeometry::window_blocks_wanted(int max_sequences, int64_t step_tokens) const {
+  if (n_window_layer == 0) return 0;
+  const int64_t per_seq = blocks_for_tokens(n_swa) + 2;  // a chunk may straddle one more
+  return 2 * (std::max(1, max_sequences) * per_seq +
+              blocks_for_tokens(std::max<int64_t>(1, step_tokens)));
+}
+
+KvGeometry::Split KvGeometry::split(size_t budget, int max_sequences, int64_t step_tokens) const {
+  if (n_window_layer == 0) return {BlockPool::blocks_for_budget(layout, n_layer, budget), 0};
+  const size_t main = bytes_per_block(), window = window_bytes_per_block();
+  const size_t proportional = budget / (main + window);
+  const auto wanted = static_cast<size_t>(window_blocks_wanted(max_sequences, step_tokens));
+  const size_t w = std::clamp<size_t>(std::min(wanted, proportional), 1, 1u << 30);
+  const size_t rest = budget > w * window ? budget - w * window : 0;
+  // Every layer sliding-window (a gemma3 shorter than its 6-layer period): the main blocks hold
+  // no memory but still number the positions; as many as the budget would give all layers.
+  if (main == 0)
+    return {static_cast<int32_t>(std::clamp<size_t>(budget / window, 1, 1u << 24)),
+            static_cast<int32_t>(w)};
+  return {BlockPool::blocks_for_budget(layout, n_layer, rest), static_cast<int32_t>(w)};
 }
 
 size_t default_snapshot_bytes(size_t kv_budget, size_t slot_bytes, int max_sequences) {
@@ -29,12 +56,16 @@ int32_t snapshot_slots(const KvGeometry& g, size_t kv_budget, const KvCacheOptio
 
 }  // namespace
 
-size_t KvGeometry::default_budget(int64_t max_seq_tokens, int max_running) const {
+size_t KvGeometry::default_budget(int64_t max_seq_tokens, int max_running,
+                                  int64_t step_tokens) const {
   // Whole blocks per running sequence: a budget of exactly max_seq_tokens tokens would round
   // down to fewer blocks than one full sequence needs.
   const auto blocks_per_seq = static_cast<size_t>(blocks_for_tokens(max_seq_tokens));
+  const auto window_blocks =
+      static_cast<size_t>(window_blocks_wanted(2 * std::max(1, max_running), step_tokens));
   const size_t want =
-      bytes_per_block() * blocks_per_seq * static_cast<size_t>(std::max(1, max_running));
+      bytes_per_block() * blocks_per_seq * static_cast<size_t>(std::max(1, max_running)) +
+      window_bytes_per_block() * window_blocks;
   if (auto avail = available_memory_bytes()) return std::max<size_t>(1, std::min(want, *avail / 2));
   return want;
 }
@@ -42,12 +73,17 @@ size_t KvGeometry::default_budget(int64_t max_seq_tokens, int max_running) const
 KvManager::KvManager(const KvGeometry& geometry, size_t budget_bytes, const KvCacheOptions& cache)
     : geometry_(geometry),
       options_(cache),
-      pool_(geometry.layout, geometry.n_layer,
-            BlockPool::blocks_for_budget(geometry.layout, geometry.n_layer, budget_bytes)),
+      split_(geometry.split(budget_bytes, cache.max_sequences, cache.step_tokens)),
+      pool_(geometry.layout, geometry.n_layer, split_.main_blocks),
       states_(geometry.state, std::max(1, cache.max_sequences),
               snapshot_slots(geometry, budget_bytes, cache)),
       arena_(pool_.arena()) {
   arena_.state = states_.arena();
+  if (split_.window_blocks > 0) {
+    window_pool_ =
+        std::make_unique<BlockPool>(geometry.layout, geometry.n_window_layer, split_.window_blocks);
+    arena_.window = window_pool_->arena();
+  }
   if (options_.snapshot_interval <= 0) fail("KV: the snapshot interval must be positive");
   if (!cache.prefix_cache) return;
   if (!cache.dir.empty()) {
@@ -56,14 +92,20 @@ KvManager::KvManager(const KvGeometry& geometry, size_t budget_bytes, const KvCa
                                              l.block_tokens, geometry_.n_layer);
     // Hybrid models: the snapshots (whose contents also depend on the KV type, through the
     // attention layers before them) get their own files and half of the disk budget.
-    const uint64_t share = recurrent() ? cache.disk_max / 2 : cache.disk_max;
+    // Window blocks (sliding-window layers) likewise, beside the blocks'.
+    const uint64_t share = cache.disk_max / (1 + (recurrent() ? 1 : 0) + (window_pool_ ? 1 : 0));
     disk_ = std::make_unique<DiskTier>(cache.dir, identity, pool_.arena().block_stride(), share);
     if (recurrent())
       state_disk_ = std::make_unique<DiskTier>(
           cache.dir, fmt::format("{}-state-f{}", identity, geometry_.state.slot_floats),
           states_.slot_bytes(), share);
+    if (window_pool_)
+      window_disk_ = std::make_unique<DiskTier>(
+          cache.dir, fmt::format("{}-window-l{}", identity, geometry_.n_window_layer),
+          window_pool_->arena().block_stride(), share);
   }
-  cache_ = std::make_unique<PrefixCache>(pool_, disk_.get(), &states_, state_disk_.get());
+  cache_ = std::make_unique<PrefixCache>(pool_, disk_.get(), &states_, state_disk_.get(),
+                                         window_pool_.get(), geometry_.n_swa, window_disk_.get());
 }
 
 KvManager::~KvManager() {
@@ -72,6 +114,7 @@ KvManager::~KvManager() {
   seqs_.clear();
   cache_.reset();
   disk_.reset();
+  window_disk_.reset();
   state_disk_.reset();
 }
 
@@ -90,20 +133,15 @@ int64_t KvManager::attach(int64_t id, std::span<const int32_t> tokens, const Tex
     if (m.n_tokens() > n_lead) tokens = text->adopt(m);
     // No text hit, or all of the prompt cached (one token must still run for logits): match
     // by tokens below.
-    if (m.n_tokens() <= n_lead || m.n_tokens() >= static_cast<int64_t>(tokens.size())) {
-      release(m.blocks);
-      m = {};
-    }
+    if (m.n_tokens() <= n_lead || m.n_tokens() >= static_cast<int64_t>(tokens.size()))
+      release_match(m);
   }
   if (cache_ && m.blocks.empty())
     m = cache_->match(tokens, std::min(max_tokens, static_cast<int64_t>(tokens.size()) - 1), slot);
   if (recurrent()) {
     // The state must cover exactly the matched tokens; a match cut short (a block that could
     // not be read back) recomputes from the start.
-    if (m.n_tokens() > 0 && m.state_tokens != m.n_tokens()) {
-      release(m.blocks);
-      m = {};
-    }
+    if (m.n_tokens() > 0 && m.state_tokens != m.n_tokens()) release_match(m);
     if (m.n_tokens() == 0)
       std::fill_n(states_.arena().slot(slot), states_.arena().slot_floats, 0.f);
     if (m.n_shared > m.n_tokens()) {
@@ -113,6 +151,9 @@ int64_t KvManager::attach(int64_t id, std::span<const int32_t> tokens, const Tex
     st.anchors.push_back(static_cast<int64_t>(tokens.size()) - 1);
   }
   st.blocks = std::move(m.blocks);
+  st.window = std::move(m.window_blocks);
+  // Windows: the prompt's path is cached once computed, while its tail still holds its window.
+  if (window_pool_) st.cache_at = static_cast<int64_t>(tokens.size());
   return m.n_tokens();
 }
 
@@ -135,6 +176,12 @@ std::optional<int32_t> KvManager::allocate_block() {
   return b;
 }
 
+std::optional<int32_t> KvManager::allocate_window_block() {
+  std::optional<int32_t> b = window_pool_->allocate();
+  while (!b && cache_ && cache_->evict_window_one()) b = window_pool_->allocate();
+  return b;
+}
+
 bool KvManager::allocate_slots(int64_t id, int64_t n_computed, int64_t n_new) {
   SeqKvState& st = seqs_[id];
   ensure_state_slot(st, n_computed);
@@ -144,20 +191,44 @@ bool KvManager::allocate_slots(int64_t id, int64_t n_computed, int64_t n_new) {
     if (!b) return false;
     st.blocks.push_back(*b);
   }
-  return make_writable(st, n_computed);
+  if (!make_writable(st.blocks, n_computed, false)) return false;
+  return !window_pool_ || slide_window(st, n_computed, need);
+}
+
+// Releases the window blocks no query from position n_computed on sees (the header comment's
+// rule), then allocates those of the step's tokens.
+bool KvManager::slide_window(SeqKvState& st, int64_t n_computed, int64_t need) {
+  const int64_t bt = pool_.block_tokens();
+  const int64_t first_seen = std::max<int64_t>(0, n_computed - geometry_.n_swa + 1);
+  for (size_t i = 0; i < st.window.size() && static_cast<int64_t>(i + 1) * bt <= first_seen; ++i) {
+    if (st.window[i] >= 0) window_pool_->release(st.window[i]);
+    st.window[i] = -1;
+  }
+  while (static_cast<int64_t>(st.window.size()) < need) {
+    if (static_cast<int64_t>(st.window.size() + 1) * bt <= first_seen) {
+      st.window.push_back(-1);
+      continue;
+    }
+    auto b = allocate_window_block();
+    if (!b) return false;
+    st.window.push_back(*b);
+  }
+  return make_writable(st.window, n_computed, true);
 }
 
 // The block that receives the sequence's next K/V must be its own: a block shared with the
 // cache or another sequence is copied first.
-bool KvManager::make_writable(SeqKvState& st, int64_t n_computed) {
+bool KvManager::make_writable(std::vector<int32_t>& table, int64_t n_computed, bool window) {
   const int64_t bt = pool_.block_tokens();
   if (n_computed % bt == 0) return true;  // the next token starts a new block
-  int32_t& b = st.blocks[static_cast<size_t>(n_computed / bt)];
-  if (pool_.refcount(b) == 1) return true;
-  auto copy = allocate_block();
+  BlockPool& pool = window ? *window_pool_ : pool_;
+  int32_t& b = table[static_cast<size_t>(n_computed / bt)];
+  if (b < 0) fail("KV: the block of position {} is not held", n_computed);
+  if (pool.refcount(b) == 1) return true;
+  auto copy = window ? allocate_window_block() : allocate_block();
   if (!copy) return false;
-  pool_.copy(*copy, b);
-  pool_.release(b);
+  pool.copy(*copy, b);
+  pool.release(b);
   b = *copy;
   return true;
 }
@@ -166,6 +237,12 @@ std::span<const int32_t> KvManager::block_table(int64_t id) const {
   auto it = seqs_.find(id);
   if (it == seqs_.end()) return {};
   return it->second.blocks;
+}
+
+std::span<const int32_t> KvManager::window_table(int64_t id) const {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end()) return {};
+  return it->second.window;
 }
 
 bool KvManager::holds(int64_t id) const {
@@ -198,9 +275,14 @@ int64_t KvManager::snapshot_stop(int64_t id, int64_t n_computed) const {
 }
 
 void KvManager::computed(const SeqView& s) {
-  if (!cache_ || !recurrent() || s.n_computed <= 0) return;
+  if (!cache_ || s.n_computed <= 0) return;
   auto it = seqs_.find(s.id);
   if (it == seqs_.end()) return;
+  if (it->second.cache_at > 0 && s.n_computed >= it->second.cache_at) {
+    it->second.cache_at = 0;
+    cache_path(s, true);  // the prompt's tail keeps its window blocks (header comment)
+  }
+  if (!recurrent()) return;
   std::vector<int64_t>& anchors = it->second.anchors;
   const bool wanted = std::find(anchors.begin(), anchors.end(), s.n_computed) != anchors.end();
   std::erase_if(anchors, [&](int64_t a) { return a <= s.n_computed; });
@@ -234,7 +316,9 @@ void KvManager::cache_path(const SeqView& s, bool anchor) {
   if (!cache_) return;
   const SeqKvState& st = seqs_[s.id];
   for (int32_t b : st.blocks) pool_.retain(b);
-  insert(s, st.blocks);
+  for (int32_t b : st.window)
+    if (b >= 0) window_pool_->retain(b);
+  insert(s, st.blocks, st.window);
   snapshot(s, st.state_slot, anchor);
 }
 
@@ -269,11 +353,12 @@ void KvManager::free(int64_t id) {
 
 // Inserts the sequence's computed tokens (and their text) into the prefix cache, which takes
 // over one reference to each of `blocks`.
-void KvManager::insert(const SeqView& s, const std::vector<int32_t>& blocks) {
+void KvManager::insert(const SeqView& s, const std::vector<int32_t>& blocks,
+                       const std::vector<int32_t>& window) {
   const auto n = static_cast<size_t>(s.n_computed);
   TokenText text;
   if (!s.text.ends.empty() && s.text.ends.size() >= n) text = {s.text.text, s.text.ends.first(n)};
-  cache_->insert(s.tokens.first(n), blocks, text);
+  cache_->insert(s.tokens.first(n), blocks, text, window);
 }
 
 // Hands the sequence's blocks to the prefix cache (which keeps the computed tokens and frees
@@ -282,8 +367,9 @@ void KvManager::release_to_cache(const SeqView& s) {
   auto it = seqs_.find(s.id);
   if (it == seqs_.end()) return;
   if (cache_ && s.n_computed > 0) {
-    insert(s, it->second.blocks);
+    insert(s, it->second.blocks, it->second.window);
     it->second.blocks.clear();
+    it->second.window.clear();
     snapshot(s, it->second.state_slot, true);
   }
   release(it->second);
@@ -295,8 +381,19 @@ void KvManager::release(std::vector<int32_t>& blocks) {
   blocks.clear();
 }
 
+void KvManager::release_match(PrefixMatch& m) {
+  release(m.blocks);
+  for (int32_t b : m.window_blocks)
+    if (b >= 0) window_pool_->release(b);
+  m = {};
+}
+
 void KvManager::release(SeqKvState& st) {
   release(st.blocks);
+  for (int32_t b : st.window)
+    if (b >= 0) window_pool_->release(b);
+  st.window.clear();
+  st.cache_at = 0;
   if (st.state_slot >= 0) states_.release(st.state_slot);
   st.state_slot = -1;
   st.anchors.clear();
@@ -305,6 +402,10 @@ void KvManager::release(SeqKvState& st) {
 
 int64_t KvManager::cache_only_blocks() const {
   return cache_ ? cache_->reclaimable_blocks() : 0;
+}
+
+int64_t KvManager::cache_only_window_blocks() const {
+  return cache_ && window_pool_ ? cache_->reclaimable_window_blocks() : 0;
 }
 
 std::optional<PrefixCacheStats> KvManager::cache_stats() const {

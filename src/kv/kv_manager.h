@@ -21,9 +21,13 @@
 //
 // Per-sequence state (SeqKvState) is keyed by sequence id and holds one member per layer kind:
 //   - attention layers: a block table, block i holding positions [i*B, (i+1)*B);
-//   - a sliding window: a second table (or a ring of ceil(W/B)+1 blocks) in SeqKvState would
-//     go here; allocate_slots() allocates the window's next block and releases the one that slid
-//     out, attach()/cache_*() keep only prefixes whose window blocks are still resident;
+//   - sliding-window layers (gemma3): a window table indexed like the block table, in a second
+//     pool of blocks holding only those layers' K/V (KvArena::window); the main blocks then
+//     hold only the full-attention layers. allocate_slots() allocates the window blocks of the
+//     step's tokens and releases each one no later query sees: block b (positions
+//     [bB, bB+B)) once bB+B-1 < n_computed - n_swa + 1, n_computed the position of the step's
+//     first new token (the attention kernel never reads a row before a query's window:
+//     ops/attention_kernels.h), leaving -1 in the table. See "Sliding windows" below;
 //   - recurrent layers (hybrid models): a working slot of the state pool (kv/state_pool.h),
 //     held from the first allocation to release (all zeros at position 0), which the forward
 //     pass reads and updates in place (state_slot()). The prefix cache keeps snapshots of it by
@@ -62,6 +66,28 @@
 //   snapshots before anchors. With a cache directory they have their own disk tier beside the
 //   blocks' (DIR/<blocks' identity>-state-f<slot floats>/, half of disk_max each): an evicted
 //   snapshot is written there and read back on a hit, and all are written at shutdown.
+//
+// Sliding windows (models with sliding-window layers), the memory rule:
+//   - a running sequence holds at most ceil(n_swa/B)+1 window blocks while it decodes, and
+//     ceil((n_swa+n-1)/B)+1 during a prefill chunk of n tokens, whatever its length; its main
+//     blocks (full-attention layers only) grow with it as before;
+//   - the prefix cache keeps the window blocks a sequence still holds when its path is cached:
+//     at the end of its prompt (computed() caches the path once the prompt is computed, before
+//     decoding slides the prompt's tail out) and at the end of its reply (finish/preempt). A
+//     match ending at p needs the window blocks of [p - n_swa + 1, p) and is cut back to the
+//     largest p that has them (or 0). So a continuation (p = the reply's end), a repeat
+//     (p = n_prompt - 1) and an edit at or after the start of the prompt's last prefill chunk
+//     (at most step_tokens before its end) hit fully; an earlier branch point recomputes from
+//     the last covered position, or from 0. With a cache directory, window blocks have their
+//     own disk tier (DIR/<blocks' identity>-window-l<layers>/, a share of disk_max beside the
+//     blocks' and the snapshots'): an evicted window block is written there and read back on a
+//     hit, and all are written at shutdown.
+//   - budget: the window pool takes `window_blocks_wanted` blocks (room for max_sequences
+//     windows with a prefill chunk, twice: the second half for cached tails), never more than
+//     its proportional share of the budget (as many blocks as the main pool); the main pool
+//     gets the rest. Gemma-3-1B's shape (F16, B=32, n_swa=512, 4 running, 8 sequences): the
+//     window pool is 290 blocks (9,280 tokens of its 22 window layers).
+//   Window blocks are evicted from the cache LRU on the window pool's own pressure.
 // The scheduler only ever asks "does this sequence fit N more tokens" (allocate_slots), is told
 // "one more cache-only token row" (finish_turn) and "end the chunk at" (snapshot_stop); all stay
 // the same for every layer kind.
@@ -89,22 +115,45 @@ namespace hearth {
 // The KV geometry of a model at a KV type: the block layout, bytes per token, the budget.
 struct KvGeometry {
   ops::KvLayout layout;
-  int64_t n_layer = 0;
-  StateArena state;  // recurrent layers' slot layout (slot_floats 0: none)
+  int64_t n_layer = 0;         // full-attention layers (the main blocks)
+  StateArena state;            // recurrent layers' slot layout (slot_floats 0: none)
+  int64_t n_window_layer = 0;  // sliding-window layers (the window blocks); 0: none
+  int64_t n_swa = 0;           // their window
+
+  struct Split {
+    int32_t main_blocks = 0, window_blocks = 0;
+  };
 
   // Checks the KV type and block size against the model (model/forward.h's kv_layout_for).
   static KvGeometry for_model(const HParams& hp, TensorType kv_type, int64_t block_tokens);
 
   int64_t block_tokens() const { return layout.block_tokens; }
-  // K+V bytes of one token, and of one block, over all layers.
+  // K+V bytes of one token, and of one block, over the main pool's layers, and the window's.
   size_t bytes_per_token() const { return 2 * layout.token_bytes() * static_cast<size_t>(n_layer); }
   size_t bytes_per_block() const { return 2 * layout.block_bytes() * static_cast<size_t>(n_layer); }
+  size_t window_bytes_per_token() const {
+    return 2 * layout.token_bytes() * static_cast<size_t>(n_window_layer);
+  }
+  size_t window_bytes_per_block() const {
+    return 2 * layout.block_bytes() * static_cast<size_t>(n_window_layer);
+  }
+  // Window blocks a decoding sequence holds at most: ceil(n_swa/B)+1 (0 without windows).
+  int64_t window_blocks_per_sequence() const {
+    return n_window_layer > 0 ? blocks_for_tokens(n_swa) + 1 : 0;
+  }
+  // The window pool's size (header comment): 2 * (max_sequences * (ceil(n_swa/B)+2) +
+  // ceil(step_tokens/B)).
+  int64_t window_blocks_wanted(int max_sequences, int64_t step_tokens) const;
+  // The budget's blocks for each pool (window_blocks 0 without windows).
+  Split split(size_t budget_bytes, int max_sequences, int64_t step_tokens) const;
   int64_t blocks_for_tokens(int64_t n_tokens) const {
     return (n_tokens + block_tokens() - 1) / block_tokens();
   }
   // Room for `max_running` full contexts of `max_seq_tokens` (whole blocks each), but never more
   // than half the memory the machine has available (weights are mapped, not counted here).
-  size_t default_budget(int64_t max_seq_tokens, int max_running) const;
+  // Models with windows: plus the window pool's wanted blocks (max_running sequences and as many
+  // completing, chunks of step_tokens).
+  size_t default_budget(int64_t max_seq_tokens, int max_running, int64_t step_tokens = 32) const;
 };
 
 // The prefix cache behind the pool, and its disk tier.
@@ -120,6 +169,8 @@ struct KvCacheOptions {
   int max_sequences = 1;
   size_t snapshot_bytes = 0;
   int64_t snapshot_interval = 16;
+  // Models with windows: the most tokens one step computes (sizes the window pool).
+  int64_t step_tokens = 32;
 };
 
 size_t default_snapshot_bytes(size_t kv_budget, size_t slot_bytes, int max_sequences);
@@ -148,6 +199,8 @@ struct SeqKvState {
   int32_t state_slot = -1;       // recurrent layers: the working slot
   std::vector<int64_t> anchors;  // positions still to snapshot (prompt end - 1, branch point)
   int64_t branch_point = 0;      // where it left the cached path (0: none)
+  std::vector<int32_t> window;   // sliding-window layers: window blocks, -1 once slid out
+  int64_t cache_at = 0;          // window caches: the prompt's end, cached when computed
 };
 
 class KvManager {
@@ -166,6 +219,8 @@ class KvManager {
   // writes its own; false when the pool (after evicting all it can) is short.
   bool allocate_slots(int64_t id, int64_t n_computed, int64_t n_new);
   std::span<const int32_t> block_table(int64_t id) const;
+  // Sliding-window layers: the window table (empty for models without them).
+  std::span<const int32_t> window_table(int64_t id) const;
   bool holds(int64_t id) const;  // the sequence holds blocks
   // Recurrent layers: the slot of kv arena().state the forward pass reads and updates for the
   // sequence (-1: none, the model has no recurrent layers or the sequence holds no state).
@@ -192,6 +247,7 @@ class KvManager {
 
   const KvGeometry& geometry() const { return geometry_; }
   const BlockPool& pool() const { return pool_; }
+  const BlockPool* window_pool() const { return window_pool_.get(); }  // null: no windows
   // The blocks and the recurrent-state slots, as the forward pass addresses them.
   const KvArena& arena() const { return arena_; }
   const StatePool& states() const { return states_; }
@@ -201,17 +257,23 @@ class KvManager {
   int32_t n_blocks() const { return pool_.n_blocks(); }
   int64_t block_tokens() const { return pool_.block_tokens(); }
   size_t bytes_per_token() const { return geometry_.bytes_per_token(); }
+  size_t window_bytes_per_token() const { return geometry_.window_bytes_per_token(); }
   bool caching() const { return cache_ != nullptr; }
   // Blocks held by the prefix cache alone (reclaimable).
   int64_t cache_only_blocks() const;
+  int64_t cache_only_window_blocks() const;
   std::optional<PrefixCacheStats> cache_stats() const;
   DiskTierStats disk_stats() const;           // zeros without a disk tier
   DiskTierStats snapshot_disk_stats() const;  // the snapshots' files (hybrid models)
 
  private:
   std::optional<int32_t> allocate_block();  // evicts cached blocks while the pool is empty
-  bool make_writable(SeqKvState& st, int64_t n_computed);
-  void insert(const SeqView& s, const std::vector<int32_t>& blocks);
+  std::optional<int32_t> allocate_window_block();
+  bool make_writable(std::vector<int32_t>& table, int64_t n_computed, bool window);
+  bool slide_window(SeqKvState& st, int64_t n_computed, int64_t need);
+  void release_match(PrefixMatch& m);
+  void insert(const SeqView& s, const std::vector<int32_t>& blocks,
+              const std::vector<int32_t>& window);
   void cache_path(const SeqView& s, bool anchor);
   void snapshot(const SeqView& s, int32_t working, bool anchor);
   bool ensure_state_slot(SeqKvState& st, int64_t n_computed);
@@ -221,11 +283,14 @@ class KvManager {
 
   KvGeometry geometry_;
   KvCacheOptions options_;
+  KvGeometry::Split split_;
   BlockPool pool_;
-  StatePool states_;  // before cache_: the cache's snapshots go back to it
+  std::unique_ptr<BlockPool> window_pool_;  // models with sliding-window layers
+  StatePool states_;                        // before cache_: the cache's snapshots go back to it
   KvArena arena_;
   std::unique_ptr<DiskTier> disk_;
-  std::unique_ptr<DiskTier> state_disk_;  // hybrid models: the snapshots' files
+  std::unique_ptr<DiskTier> state_disk_;   // hybrid models: the snapshots' files
+  std::unique_ptr<DiskTier> window_disk_;  // sliding-window layers: the window blocks' files
   std::unique_ptr<PrefixCache> cache_;
   std::unordered_map<int64_t, SeqKvState> seqs_;
 };

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <utility>
 
 #include "kv/disk_tier.h"
 #include "kv/state_pool.h"
@@ -13,17 +14,30 @@
 
 namespace hearth {
 
-PrefixCache::PrefixCache(BlockPool& pool, DiskTier* disk, StatePool* states, DiskTier* state_disk)
+PrefixCache::PrefixCache(BlockPool& pool, DiskTier* disk, StatePool* states, DiskTier* state_disk,
+                         BlockPool* window, int64_t n_swa, DiskTier* window_disk)
     : pool_(pool),
       disk_(disk),
       root_(std::make_unique<Node>()),
       states_(states && states->enabled() ? states : nullptr),
-      state_disk_(states_ && disk ? state_disk : nullptr) {
+      state_disk_(states_ && disk ? state_disk : nullptr),
+      window_(n_swa > 0 ? window : nullptr),
+      n_swa_(window_ ? n_swa : 0),
+      window_disk_(window_ && disk ? window_disk : nullptr) {
+  if (window_ && window_->block_tokens() != pool_.block_tokens())
+    fail("cache: window blocks of {} tokens beside blocks of {}", window_->block_tokens(),
+         pool_.block_tokens());
   if (disk_) {
     if (disk_->block_bytes() != pool_.arena().block_stride())
       fail("cache: disk tier block size {} != pool block size {}", disk_->block_bytes(),
            pool_.arena().block_stride());
     adopt_disk_nodes();
+  }
+  if (window_disk_) {
+    if (window_disk_->block_bytes() != window_->arena().block_stride())
+      fail("cache: window disk tier block size {} != window block size {}",
+           window_disk_->block_bytes(), window_->arena().block_stride());
+    adopt_disk_windows();
   }
   if (state_disk_) {
     if (state_disk_->block_bytes() != states_->slot_bytes())
@@ -36,6 +50,7 @@ PrefixCache::PrefixCache(BlockPool& pool, DiskTier* disk, StatePool* states, Dis
 PrefixCache::~PrefixCache() {
   flush_to_disk();
   for (Node* n : resident_) pool_.release(n->block);
+  for (Node* n : windowed_) window_->release(n->window_block);
   for (Node* n : snapped_)
     for (const Snapshot& s : n->snaps)
       if (s.slot >= 0) states_->release(s.slot);
@@ -220,7 +235,7 @@ PrefixMatch PrefixCache::match_text(std::span<const int32_t> lead, std::string_v
 }
 
 void PrefixCache::insert(std::span<const int32_t> tokens, std::span<const int32_t> blocks,
-                         const TokenText& text) {
+                         const TokenText& text, std::span<const int32_t> window) {
   const size_t bt = static_cast<size_t>(pool_.block_tokens());
   const bool has_text = !text.ends.empty() && text.ends.size() >= tokens.size();
   Node* node = root_.get();
@@ -228,6 +243,7 @@ void PrefixCache::insert(std::span<const int32_t> tokens, std::span<const int32_
   while (pos < tokens.size() && bi < blocks.size()) {
     const size_t len = std::min(bt, tokens.size() - pos);
     const auto chunk = tokens.subspan(pos, len);
+    const int32_t window_block = bi < window.size() ? window[bi] : -1;
     const int32_t block = blocks[bi++];
     Node* existing = nullptr;
     bool covered = false;  // a longer cached block already starts with this partial chunk
@@ -248,11 +264,14 @@ void PrefixCache::insert(std::span<const int32_t> tokens, std::span<const int32_
       node = existing;
     } else if (covered) {
       pool_.release(block);
+      if (window_block >= 0) window_->release(window_block);
       break;
     } else {
       // A shorter partial sibling that this chunk extends is superseded, unless in use; its
       // snapshots (states after tokens this chunk starts with) move to the new node.
       std::vector<Snapshot> moved;
+      int32_t moved_window = -1;  // and its window block, valid for its tokens
+      int64_t moved_window_used = 0;
       for (size_t k = 0; k < node->children.size();) {
         Node* c = node->children[k].get();
         const bool superseded = c->tokens.size() < len && c->children.empty() &&
@@ -265,6 +284,12 @@ void PrefixCache::insert(std::span<const int32_t> tokens, std::span<const int32_
         moved.insert(moved.end(), c->snaps.begin(), c->snaps.end());
         c->snaps.clear();
         snapped_.erase(c);
+        if (c->window_block >= 0 && c->window_used > moved_window_used) {
+          if (moved_window >= 0) window_->release(moved_window);
+          moved_window = std::exchange(c->window_block, -1);
+          moved_window_used = c->window_used;
+          windowed_.erase(c);
+        }
         remove(c);
       }
       auto n = std::make_unique<Node>();
@@ -281,17 +306,23 @@ void PrefixCache::insert(std::span<const int32_t> tokens, std::span<const int32_
       ++stats_.nodes;
       ++stats_.inserted_blocks;
       node = raw;
+      adopt_window(node, moved_window, moved_window_used);
     }
+    adopt_window(node, window_block, static_cast<int64_t>(len));
     touch(node);
     pos += len;
     if (len < bt) break;
   }
+  for (size_t i = bi; i < window.size(); ++i)
+    if (window[i] >= 0) window_->release(window[i]);
   for (; bi < blocks.size(); ++bi) pool_.release(blocks[bi]);
 }
 
 void PrefixCache::remove(Node* n) {
   while (!n->children.empty()) remove(n->children.back().get());
   if (!n->snaps.empty()) drop_snapshots(n);
+  drop_window(n);
+  if (n->window_on_disk) window_disk_->remove(n->hash);
   if (n->block >= 0) {
     pool_.release(n->block);
     resident_.erase(n);
@@ -320,6 +351,7 @@ bool PrefixCache::evict_one() {
     disk_->write(victim->disk_entry(), pool_.arena().k(victim->block, 0));
     victim->on_disk = true;
   }
+  evict_window(victim);  // to its own disk tier, if any
   pool_.release(victim->block);
   victim->block = -1;
   resident_.erase(victim);
@@ -343,6 +375,7 @@ bool PrefixCache::evict_one() {
 
 void PrefixCache::flush_to_disk() {
   flush_snapshots();
+  flush_windows();
   if (!disk_) return;
   for (Node* n : resident_) {
     if (n->on_disk) continue;
@@ -355,6 +388,7 @@ void PrefixCache::flush_to_disk() {
 PrefixCacheStats PrefixCache::stats() const {
   PrefixCacheStats s = stats_;
   s.resident_blocks = static_cast<int64_t>(resident_.size());
+  s.window_blocks = static_cast<int64_t>(windowed_.size());
   for (const Node* n : snapped_)
     for (const Snapshot& snap : n->snaps) ++(snap.slot >= 0 ? s.snapshots : s.snapshots_on_disk);
   return s;

@@ -33,6 +33,21 @@
 // (restored straight into the caller's slot), every snapshot is written at shutdown, and a
 // restart finds them on the paths it rebuilds; a file that cannot be read back is dropped and
 // the match cut back further.
+//
+// Sliding-window layers (gemma3, given a window pool): their K/V lives in window blocks, which a
+// running sequence frees once they slide out of its window (kv/kv_manager.h), so a cached path
+// holds window blocks only where a sequence still held them when it was cached: at the tail of
+// each cached prompt and reply. A node may hold one window block (the same positions as its
+// block). A match ending at p is usable only if every window block that positions
+// [p - n_swa + 1, p) fall in is on the path (p = 0 always is): the match is cut back to the
+// largest such p (composed with the snapshot cut-back on a model with both), and the caller gets
+// those window blocks (shared, or copied where it will write next) and -1 for the blocks before
+// its window. Window blocks are evicted on their own pool's pressure, least-recently-used first
+// (evict_window_one); a node that loses its block (evicted to disk, or removed) loses its window
+// block too. With a disk tier for window blocks (beside the blocks'), a window block holding all
+// of its node's tokens is written out when it is evicted (or its node's block is), stays in the
+// tree as on disk and counts as cached (read back on a hit), is written at shutdown and found
+// again on restart; one that cannot be read back is dropped and the match given up (recomputed).
 #pragma once
 
 #include <cstdint>
@@ -68,6 +83,9 @@ struct PrefixMatch {
   // (0: none; the restore is valid only if it equals n_tokens()).
   int64_t n_shared = 0;
   int64_t state_tokens = 0;
+  // Window caches: per block of `blocks`, its window block (a reference now owned by the
+  // caller), -1 for blocks before the window of the match's end.
+  std::vector<int32_t> window_blocks;
   int64_t n_tokens() const { return static_cast<int64_t>(tokens.size()); }
 };
 
@@ -87,15 +105,21 @@ struct PrefixCacheStats {
   int64_t snapshot_hits = 0;       // matches that restored a snapshot
   int64_t snapshot_disk_hits = 0;  // of them, read back from the disk tier
   int64_t snapshots_on_disk = 0;   // held only on disk now
-  int64_t cut_tokens = 0;          // matched tokens given up for want of a snapshot
+  int64_t cut_tokens = 0;          // matched tokens given up for want of a snapshot or window
+  // Window caches.
+  int64_t window_blocks = 0;  // held now
+  int64_t window_evictions = 0;
 };
 
 class PrefixCache {
  public:
   // `states`: the recurrent-state pool of a hybrid model (snapshots), null otherwise;
   // `state_disk`: the snapshots' disk tier (files of one slot each), beside `disk`.
+  // `window`: the window blocks of a model with sliding-window layers (window n_swa tokens).
+  // `window_disk`: the window blocks' disk tier, beside `disk`.
   PrefixCache(BlockPool& pool, DiskTier* disk = nullptr, StatePool* states = nullptr,
-              DiskTier* state_disk = nullptr);
+              DiskTier* state_disk = nullptr, BlockPool* window = nullptr, int64_t n_swa = 0,
+              DiskTier* window_disk = nullptr);
   ~PrefixCache();
   PrefixCache(const PrefixCache&) = delete;
   PrefixCache& operator=(const PrefixCache&) = delete;
@@ -124,17 +148,22 @@ class PrefixCache {
   // Adds a sequence's computed tokens and takes over its references to `blocks` (which cover
   // them): a block whose tokens are already cached is released, the rest become nodes. `text`
   // (optional: empty ends) is the per-token text of `tokens`.
+  // `window` (window caches): the sequence's window table, whose references (entries >= 0) are
+  // taken over too.
   void insert(std::span<const int32_t> tokens, std::span<const int32_t> blocks,
-              const TokenText& text = {});
+              const TokenText& text = {}, std::span<const int32_t> window = {});
 
   // Frees one pool block by evicting the least-recently-used unused leaf; false when none.
   bool evict_one();
+  // Frees one window block: the least-recently-used one only the cache holds; false when none.
+  bool evict_window_one();
   // Writes every resident block not yet on disk (shutdown); no-op without a disk tier.
   void flush_to_disk();
 
   PrefixCacheStats stats() const;
   // Blocks referenced only by the cache (reclaimable).
   int64_t reclaimable_blocks() const;
+  int64_t reclaimable_window_blocks() const;
 
  private:
   struct Node;
@@ -159,6 +188,16 @@ class PrefixCache {
   void adopt_disk_snapshots();
   void flush_snapshots();
   void drop_snapshots(Node* n);
+  bool window_covered(const std::vector<Step>& path, const Step& last, int64_t end) const;
+  void cut_to_window(std::vector<Step>& path, const MayEnd& may_end);
+  void take_windows(const std::vector<Step>& path, PrefixMatch& m);
+  void adopt_window(Node* n, int32_t window_block, int64_t used);
+  void drop_window(Node* n);
+  void evict_window(Node* n);
+  bool load_window(Node& n);
+  void trim_window_disk();
+  void adopt_disk_windows();
+  void flush_windows();
   bool load_from_disk(Node& n);
   void touch(Node* n);
   void remove(Node* n);
@@ -171,6 +210,10 @@ class PrefixCache {
   DiskTier* state_disk_;
   std::unordered_set<Node*> resident_;  // nodes holding a block
   std::unordered_set<Node*> snapped_;   // nodes holding snapshots
+  BlockPool* window_;                   // window caches: the window blocks; null otherwise
+  int64_t n_swa_;
+  DiskTier* window_disk_;
+  std::unordered_set<Node*> windowed_;  // nodes holding a window block
   uint64_t tick_ = 0;
   PrefixCacheStats stats_;
 };

@@ -35,6 +35,12 @@ struct PrefixCache::Node {
   uint64_t hash = kChainRoot;  // chain hash through this node
   uint64_t last_used = 0;
   std::vector<Snapshot> snaps;  // recurrent caches: states at positions inside this node
+  int32_t window_block = -1;    // window caches: the same positions' window block (-1: none)
+  int64_t window_used = 0;      // holding the K/V of the node's first window_used tokens
+  bool window_on_disk = false;  // a window block of all its tokens is on the window disk tier
+  bool window_covers(int64_t needed) const {
+    return (window_block >= 0 && window_used >= needed) || window_on_disk;
+  }
 
   uint32_t text_begin(size_t i) const { return i == 0 ? 0 : ends[i - 1]; }
   // Takes this node's slice of a path's per-token text, starting at the path's token `pos`.

@@ -12,8 +12,19 @@ namespace hearth {
 // (that may end a match) and its state copied out before take() can evict anything. A snapshot
 // that cannot be read back is dropped and the path cut back further.
 PrefixMatch PrefixCache::take_restoring(std::vector<Step>& path, int32_t state_slot,
-                                        const MayEnd& may_end) {
-  if (!states_) return take(path);
+                                        const MayEnd& may_end_as_given) {
+  // Window caches: a match may end only where the window blocks before its end are cached.
+  MayEnd may_end = may_end_as_given;
+  if (window_)
+    may_end = [&](const Step& st, int64_t end) {
+      return may_end_as_given(st, end) && window_covered(path, st, end);
+    };
+  if (!states_) {
+    if (window_) cut_to_window(path, may_end);
+    PrefixMatch m = take(path);
+    if (window_) take_windows(path, m);
+    return m;
+  }
   if (state_slot < 0) fail("cache: a recurrent match needs a state slot to restore into");
   int64_t shared = 0;
   for (const Step& st : path) shared += st.used;
@@ -24,6 +35,7 @@ PrefixMatch PrefixCache::take_restoring(std::vector<Step>& path, int32_t state_s
   for (const Step& st : path) at += st.used;
   stats_.cut_tokens += shared - at;
   PrefixMatch m = take(path);
+  if (window_) take_windows(path, m);
   m.n_shared = shared;
   m.state_tokens = at;
   return m;

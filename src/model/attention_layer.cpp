@@ -20,6 +20,22 @@ void RopeTable::fill_to(int64_t pos) {
   }
 }
 
+namespace {
+
+// Sliding-window layers live in the window blocks, addressed by the window table; the others in
+// the main blocks (model/kv_arena.h).
+bool in_window(const HParams& hp, int64_t layer) {
+  return hp.kind(layer) == LayerKind::SlidingWindow;
+}
+const KvBlocks& blocks_of(const KvArena& kv, const HParams& hp, int64_t layer) {
+  return in_window(hp, layer) ? kv.window : kv;
+}
+std::span<const int32_t> table_of(const SeqBatch& s, const HParams& hp, int64_t layer) {
+  return in_window(hp, layer) ? s.window_blocks : s.blocks;
+}
+
+}  // namespace
+
 AttentionMixer::AttentionMixer(const Model& model)
     : model_(model), rope_(model.rope_config()), rope_swa_(model.rope_config_swa()) {}
 
@@ -52,10 +68,11 @@ void AttentionMixer::prepare_token(const BatchStep& step, int64_t layer, int64_t
   const float* cs = (hp.kind(layer) == LayerKind::SlidingWindow ? rope_swa_ : rope_).at(pos);
   ops::rope(qt, hp.n_head, hd, hp.n_rot, cs, cs + half, neox);
   ops::rope(kt, hp.n_head_kv, hd, hp.n_rot, cs, cs + half, neox);
-  const KvArena& kv = *step.kv;
+  const KvBlocks& kv = blocks_of(*step.kv, hp, layer);
   const int64_t bt = kv.layout.block_tokens, kl = hp.kv_layer(layer);
-  const int32_t block = step.batch[static_cast<size_t>(step.tok_seq[static_cast<size_t>(t)])]
-                            .blocks[static_cast<size_t>(pos / bt)];
+  const int32_t block =
+      table_of(step.batch[static_cast<size_t>(step.tok_seq[static_cast<size_t>(t)])], hp,
+               layer)[static_cast<size_t>(pos / bt)];
   ops::kv_store_token(kv.layout, kt, kv.k(block, kl), pos % bt);
   ops::kv_store_token(kv.layout, vt, kv.v(block, kl), pos % bt);
 }
@@ -63,7 +80,7 @@ void AttentionMixer::prepare_token(const BatchStep& step, int64_t layer, int64_t
 // Every sequence's block pointers for this layer (one flat list), then one attention call.
 void AttentionMixer::attend(const BatchStep& step, int64_t layer, ops::ThreadPool& pool) {
   const HParams& hp = model_.hparams();
-  const KvArena& kv = *step.kv;
+  const KvBlocks& kv = blocks_of(*step.kv, hp, layer);
   const int64_t Q = hp.q_dim(), bt = kv.layout.block_tokens, kl = hp.kv_layer(layer);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
   const int64_t window = hp.kind(layer) == LayerKind::SlidingWindow ? hp.n_swa : 0;
@@ -79,9 +96,11 @@ void AttentionMixer::attend(const BatchStep& step, int64_t layer, ops::ThreadPoo
     const SeqBatch& sb = step.batch[s];
     const int64_t n = step.seq_rows(s), row = step.seq_row0[s];
     const size_t nb = static_cast<size_t>((sb.pos0 + n + bt - 1) / bt);
+    const std::span<const int32_t> table = table_of(sb, hp, layer);
     for (size_t i = 0; i < nb; ++i) {
-      k_ptrs_[ptr0 + i] = kv.k(sb.blocks[i], kl);
-      v_ptrs_[ptr0 + i] = kv.v(sb.blocks[i], kl);
+      // A window block that slid out (-1) is never read (ops/attention_kernels.h's zero row).
+      k_ptrs_[ptr0 + i] = table[i] < 0 ? nullptr : kv.k(table[i], kl);
+      v_ptrs_[ptr0 + i] = table[i] < 0 ? nullptr : kv.v(table[i], kl);
     }
     views_.push_back({kv.layout, k_ptrs_.data() + ptr0, v_ptrs_.data() + ptr0, sb.pos0 + n});
     ops::AttentionArgs a{&q_[static_cast<size_t>(row * Q)],  n, hp.n_head, sb.pos0, scale,

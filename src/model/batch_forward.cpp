@@ -24,11 +24,32 @@ std::vector<float> BatchForward::forward(std::span<const SeqBatch> batch, const 
   return logits;
 }
 
+namespace {
+
+// A window table must cover the batch's positions and have a block wherever the first token's
+// window (or a later token) sees a position; blocks wholly before it may be -1 (slid out).
+void validate_window(const SeqBatch& s, const KvArena& kv, int64_t n_swa) {
+  const int64_t bt = kv.layout.block_tokens, n = static_cast<int64_t>(s.tokens.size());
+  if (static_cast<int64_t>(s.window_blocks.size()) * bt < s.pos0 + n)
+    fail("forward: {} window blocks of {} tokens cannot hold positions up to {}",
+         s.window_blocks.size(), bt, s.pos0 + n);
+  const int64_t first_seen = std::max<int64_t>(0, s.pos0 - n_swa + 1) / bt;
+  for (size_t i = 0; i < s.window_blocks.size(); ++i) {
+    const int32_t b = s.window_blocks[i];
+    if (b == -1 && static_cast<int64_t>(i) < first_seen) continue;
+    if (b < 0 || b >= kv.window.n_blocks)
+      fail("forward: window block id {} at {} is out of range", b, i);
+  }
+}
+
+}  // namespace
+
 // Everything checked before the cache or a state slot is touched.
 void BatchForward::validate(std::span<const SeqBatch> batch, const KvArena& kv) const {
   const HParams& hp = model_.hparams();
-  if (kv.n_layer != hp.n_kv_layers() || kv.layout.n_kv_head != hp.n_head_kv ||
-      kv.layout.head_dim != hp.head_dim)
+  if (kv.n_layer != hp.n_full_attention_layers() || kv.window.n_layer != hp.n_window_layers() ||
+      kv.layout.n_kv_head != hp.n_head_kv || kv.layout.head_dim != hp.head_dim ||
+      (kv.window.n_layer > 0 && kv.window.layout.block_tokens != kv.layout.block_tokens))
     fail("KV arena shape does not match the model");
   const bool recurrent = hp.has_recurrent_layers();
   if (recurrent && kv.state.slot_floats != hp.recurrent_state_floats())
@@ -45,6 +66,7 @@ void BatchForward::validate(std::span<const SeqBatch> batch, const KvArena& kv) 
            s.pos0 + n);
     for (int32_t b : s.blocks)
       if (b < 0 || b >= kv.n_blocks) fail("forward: block id {} is out of range", b);
+    if (kv.window.n_layer > 0) validate_window(s, kv, hp.n_swa);
     for (int32_t id : s.tokens)
       if (id < 0 || id >= hp.n_vocab)
         fail("token id {} is out of range (vocabulary {})", id, hp.n_vocab);

@@ -34,6 +34,9 @@ struct SeqBatch {
   // Models with recurrent layers: the state slot (kv.state) holding the state after tokens
   // [0, pos0), updated in place to the state after the batch's tokens. -1 otherwise.
   int32_t state_slot = -1;
+  // Models with sliding-window layers: their blocks (kv.window), indexed like `blocks`; -1 where
+  // every position of the block is before the window of the batch's first token (slid out).
+  std::span<const int32_t> window_blocks;
 };
 
 class BatchForward {

@@ -29,11 +29,19 @@ Forward::Forward(const Model& model, ForwardOptions options, ops::ThreadPool& po
   const HParams& hp = model.hparams();
   if (opt_.n_ctx <= 0) fail("context size must be positive, got {}", opt_.n_ctx);
   arena_.layout = kv_layout_for(hp, opt_.kv_type, opt_.kv_block_tokens);
-  arena_.n_layer = hp.n_kv_layers();
+  arena_.n_layer = hp.n_full_attention_layers();
   const int64_t n_blocks = (opt_.n_ctx + opt_.kv_block_tokens - 1) / opt_.kv_block_tokens;
   arena_.n_blocks = static_cast<int32_t>(n_blocks);
-  memory_.reset(new uint8_t[arena_.block_stride() * static_cast<size_t>(n_blocks)]);
+  // One context: the sliding-window layers keep every block too (simplest; the KV manager is
+  // where they keep only their windows).
+  arena_.window.layout = arena_.layout;
+  arena_.window.n_layer = hp.n_window_layers();
+  arena_.window.n_blocks = arena_.window.n_layer > 0 ? arena_.n_blocks : 0;
+  const size_t main_bytes = arena_.block_stride() * static_cast<size_t>(n_blocks);
+  memory_.reset(new uint8_t[main_bytes + arena_.window.block_stride() *
+                                             static_cast<size_t>(arena_.window.n_blocks)]);
   arena_.base = memory_.get();
+  arena_.window.base = memory_.get() + main_bytes;
   blocks_.resize(static_cast<size_t>(n_blocks));
   std::iota(blocks_.begin(), blocks_.end(), 0);
   arena_.state = StateArena::layout_for(hp);
@@ -62,8 +70,9 @@ std::vector<float> Forward::eval(std::span<const int32_t> tokens, bool all_logit
   if (n_past_ + T > opt_.n_ctx)
     fail("context is full: {} cached + {} new tokens exceed the context size {}", n_past_, T,
          opt_.n_ctx);
-  const SeqBatch seq{tokens, n_past_, blocks_, all_logits ? Logits::All : Logits::Last,
-                     state_.empty() ? -1 : 0};
+  const SeqBatch seq{
+      tokens, n_past_, blocks_, all_logits ? Logits::All : Logits::Last, state_.empty() ? -1 : 0,
+      blocks_};
   std::vector<float> logits = fwd_.forward(std::span(&seq, 1), arena_);
   n_past_ += T;
   return logits;

@@ -36,7 +36,9 @@ class Forward {
   // Forgets positions >= n. A model with recurrent layers can only go back to 0.
   void truncate(int64_t n);
   const Model& model() const { return fwd_.model(); }
-  size_t kv_bytes_per_token() const { return arena_.bytes_per_token(); }
+  size_t kv_bytes_per_token() const {
+    return arena_.bytes_per_token() + arena_.window.bytes_per_token();
+  }
 
  private:
   ForwardOptions opt_;

@@ -86,10 +86,7 @@ void assign_layer_kinds(HParams& hp, const gguf::File& f, const std::string& p,
       if (kv_heads[static_cast<size_t>(l)] == 0) k = LayerKind::ShortConv;
     }
   }
-  hp.kv_index.assign(static_cast<size_t>(hp.n_layer), -1);
-  int32_t next = 0;
-  for (int64_t l = 0; l < hp.n_layer; ++l)
-    if (!hp.is_recurrent(l)) hp.kv_index[static_cast<size_t>(l)] = next++;
+  hp.number_kv_layers();
 }
 
 void read_moe(HParams& hp, const gguf::File& f, const std::string& p) {
@@ -152,6 +149,21 @@ int64_t HParams::n_kv_layers() const {
   int64_t n = 0;
   for (int64_t l = 0; l < n_layer; ++l) n += is_recurrent(l) ? 0 : 1;
   return n;
+}
+
+int64_t HParams::n_window_layers() const {
+  int64_t n = 0;
+  for (int64_t l = 0; l < n_layer; ++l) n += kind(l) == LayerKind::SlidingWindow ? 1 : 0;
+  return n;
+}
+
+void HParams::number_kv_layers() {
+  kv_index.assign(static_cast<size_t>(n_layer), -1);
+  int32_t full = 0, window = 0;
+  for (int64_t l = 0; l < n_layer; ++l) {
+    if (is_recurrent(l)) continue;
+    kv_index[static_cast<size_t>(l)] = kind(l) == LayerKind::SlidingWindow ? window++ : full++;
+  }
 }
 
 int64_t HParams::recurrent_state_floats(int64_t layer) const {

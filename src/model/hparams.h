@@ -56,9 +56,12 @@ struct HParams {
   float yarn_beta_fast = 32.0f;
   float yarn_beta_slow = 1.0f;
 
-  // Per layer (n_layer entries): the mixer kind, and for KV layers their index in the KV arena
-  // (-1 for recurrent layers). Both empty: every layer is full attention (hand-built HParams);
-  // read them through kind() and kv_layer().
+  // Per layer (n_layer entries): the mixer kind, and for KV layers their index in their KV arena
+  // (-1 for recurrent layers): full-attention layers are numbered among themselves in the main
+  // arena, sliding-window layers among themselves in the window arena (KvArena::window), which
+  // holds only what their windows still see. Both empty: every layer is full attention
+  // (hand-built HParams); read them through kind() and kv_layer(); number_kv_layers() fills
+  // kv_index from layer_kinds.
   std::vector<LayerKind> layer_kinds;
   std::vector<int32_t> kv_index;
   LayerKind kind(int64_t layer) const {
@@ -105,7 +108,10 @@ struct HParams {
   }
   bool has_recurrent_layers() const;
   bool has_sliding_window() const;
-  int64_t n_kv_layers() const;  // layers with K/V (attention and sliding window)
+  int64_t n_kv_layers() const;      // layers with K/V (attention and sliding window)
+  int64_t n_window_layers() const;  // sliding-window layers (the window arena's layers)
+  int64_t n_full_attention_layers() const { return n_kv_layers() - n_window_layers(); }
+  void number_kv_layers();  // kv_index from layer_kinds (see above)
   int64_t q_dim() const { return n_head * head_dim; }
   int64_t kv_dim() const { return n_head_kv * head_dim; }
   // DeltaNet: channels of the qkv projection / conv (q and k: nk heads, v: nv heads).

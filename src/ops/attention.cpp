@@ -72,6 +72,8 @@ void validate(const AttentionArgs& a, const KvSeqView& kv) {
   if (a.n_head <= 0 || a.n_head % L.n_kv_head != 0)
     fail("attention: {} query heads do not group over {} KV heads", a.n_head, L.n_kv_head);
   if (a.window < 0) fail("attention: negative window {}", a.window);
+  if (a.window > 0 && L.head_bytes() > detail::kZeroRowBytes)
+    fail("attention: a windowed head of {} bytes exceeds the zero row", L.head_bytes());
   if (a.n_q < 0 || a.pos0 < 0 || a.pos0 + a.n_q > kv.n_tokens)
     fail("attention: query positions [{}, {}) beyond the {} cached tokens", a.pos0, a.pos0 + a.n_q,
          kv.n_tokens);
@@ -117,7 +119,7 @@ void attention_reference(const AttentionArgs& a, const KvSeqView& kv) {
         sum += w[j];
       }
       std::fill(acc.begin(), acc.end(), 0.0);
-      for (int64_t j = 0; j <= p; ++j) {
+      for (int64_t j = lo; j <= p; ++j) {  // never a row before the window (null blocks)
         dequantize_row(L.type, row(kv.v_blocks, j, kvh), vbuf.data(), hd);
         for (int64_t i = 0; i < hd; ++i) acc[i] += w[j] * vbuf[i];
       }

@@ -61,8 +61,18 @@ struct AttnTask {
   }
 };
 
+// Rows before a task's first visible position (first_pos(0): the window's start for its first
+// row) are read from this zero row, never from their blocks: tiles start at 32-aligned
+// positions, so the first tile of a window may begin before it, and the KV manager frees the
+// blocks that slid out of every window (their pointers may be null or reused). Those lanes are
+// masked (p_j exactly 0), and zeros keep them finite (0 * 0, never 0 * NaN), so the results are
+// those of reading the real rows.
+inline constexpr size_t kZeroRowBytes = 16384;
+alignas(64) inline constexpr uint8_t kZeroRow[kZeroRowBytes] = {};
+
 // Encoded row of KV head `head` at absolute position `pos` in one of the view's block lists.
 inline const uint8_t* kv_row(const AttnTask& t, const uint8_t* const* blocks, int64_t pos) {
+  if (pos < t.first_pos(0)) return kZeroRow;
   const int64_t bt = t.kv->layout.block_tokens, slot = pos % bt;
   return blocks[pos / bt] + (t.head_major
                                  ? static_cast<size_t>(t.kv_head * bt + slot) * t.head_bytes

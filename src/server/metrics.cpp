@@ -106,6 +106,16 @@ std::string Metrics::render(const MetricsGauges& g) const {
          "KV blocks held only by the prefix cache (reclaimable).", d(e.kv_blocks_cache_only));
   metric(out, "hearth_kv_pool_usage_ratio", "gauge", "Used / total KV blocks.",
          e.kv_blocks ? d(used) / d(e.kv_blocks) : 0.0);
+  if (e.kv_window_blocks > 0) {  // models with sliding-window layers: their own pool
+    metric(out, "hearth_kv_window_blocks_total", "gauge", "Sliding-window KV blocks.",
+           d(e.kv_window_blocks));
+    metric(out, "hearth_kv_window_blocks_used", "gauge",
+           "Sliding-window KV blocks in use (cache included).",
+           d(e.kv_window_blocks - e.kv_window_blocks_free));
+    metric(out, "hearth_kv_window_blocks_cache_only", "gauge",
+           "Sliding-window KV blocks held only by the prefix cache (reclaimable).",
+           d(e.kv_window_blocks_cache_only));
+  }
   metric(out, "hearth_prefix_cache_lookups_total", "counter", "Prefix cache lookups.",
          d(e.cache.lookups));
   metric(out, "hearth_prefix_cache_hit_tokens_total", "counter",

@@ -159,10 +159,7 @@ void assign_layer_kinds(SynthSpec& s) {
             s.lfm2_attention_layers.end())
       k = LayerKind::ShortConv;
   }
-  hp.kv_index.assign(static_cast<size_t>(hp.n_layer), -1);
-  int32_t next = 0;
-  for (int64_t l = 0; l < hp.n_layer; ++l)
-    if (!hp.is_recurrent(l)) hp.kv_index[static_cast<size_t>(l)] = next++;
+  hp.number_kv_layers();
 }
 
 gguf::Value u32(int64_t v) {

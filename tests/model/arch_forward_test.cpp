@@ -110,10 +110,15 @@ struct Arena {
   Arena(const Model& m, TensorType kv_type, int32_t n_blocks, int32_t n_slots) {
     const HParams& hp = m.hparams();
     kv.layout = kv_layout_for(hp, kv_type, 16);
-    kv.n_layer = hp.n_kv_layers();
+    kv.n_layer = hp.n_full_attention_layers();
     kv.n_blocks = n_blocks;
-    mem.assign(kv.block_stride() * static_cast<size_t>(n_blocks), 0);
+    kv.window.layout = kv.layout;
+    kv.window.n_layer = hp.n_window_layers();
+    kv.window.n_blocks = n_blocks;
+    const size_t main_bytes = kv.block_stride() * static_cast<size_t>(n_blocks);
+    mem.assign(main_bytes + kv.window.block_stride() * static_cast<size_t>(n_blocks), 0);
     kv.base = mem.data();
+    kv.window.base = mem.data() + main_bytes;
     kv.state = StateArena::layout_for(hp);
     state.assign(static_cast<size_t>(kv.state.slot_floats * n_slots) + 1, 0.0f);
     kv.state.base = state.data();
@@ -149,6 +154,7 @@ std::vector<std::vector<float>> run_steps(BatchForward& fwd, Arena& a, const std
           std::span(seqs[s].tokens).subspan(static_cast<size_t>(done[s]), static_cast<size_t>(n));
       b.pos0 = done[s];
       b.blocks = seqs[s].blocks;
+      b.window_blocks = seqs[s].blocks;  // the same ids in the window blocks
       b.logits = Logits::All;
       b.state_slot = a.kv.state.n_slots > 0 ? seqs[s].slot : -1;
       batch.push_back(b);

@@ -405,6 +405,46 @@ TEST(Attention, SlidingWindowMatchesReferenceAndIsBatchInvariant) {
   }
 }
 
+// The guarantee the KV manager's window release relies on: blocks wholly before the first query
+// row's window are never dereferenced. Null pointers there give the same bits as the real
+// blocks, for block sizes below and at the 32-position tile, prefill chunks and decode rows.
+TEST(Attention, SlidingWindowNeverReadsBlocksBeforeTheWindow) {
+  const int64_t hd = 64, n_kv = 2, n_head = 4, n_tokens = 150;
+  const float scale = 0.125f;
+  ThreadPool pool2(2);
+  LevelGuard guard;
+  struct Step {
+    int64_t pos0, n_q;
+  };
+  for (TensorType t : kKvTypes)
+    for (int64_t bt : {4, 16, 32})
+      for (int64_t window : {5, 16, 45}) {
+        Cache cache(t, n_kv, hd, bt, n_tokens, 77, true);
+        for (Step st : {Step{90, 60}, Step{100, 7}, Step{149, 1}, Step{37, 1}}) {
+          const auto q = random_vec(static_cast<size_t>(st.n_q * n_head * hd), 5);
+          Cache holes = cache;
+          holes.kp.assign(cache.kp.begin(), cache.kp.end());
+          holes.vp.assign(cache.vp.begin(), cache.vp.end());
+          const int64_t first = std::max<int64_t>(0, st.pos0 - window + 1);
+          for (int64_t b = 0; (b + 1) * bt <= first; ++b)
+            holes.kp[static_cast<size_t>(b)] = holes.vp[static_cast<size_t>(b)] = nullptr;
+          holes.view.k_blocks = holes.kp.data();
+          holes.view.v_blocks = holes.vp.data();
+          const auto want = run_reference(holes, q, n_head, st.n_q, st.pos0, scale, window);
+          for (SimdLevel l : levels()) {
+            set_simd_level(l);
+            SCOPED_TRACE(std::string(type_name(t)) + " " + simd_level_name(l) +
+                         " bt=" + std::to_string(bt) + " window=" + std::to_string(window) +
+                         " pos0=" + std::to_string(st.pos0));
+            const auto full = run_fused(cache, q, n_head, st.n_q, st.pos0, scale, pool2, window);
+            const auto got = run_fused(holes, q, n_head, st.n_q, st.pos0, scale, pool2, window);
+            ASSERT_EQ(std::memcmp(got.data(), full.data(), full.size() * 4), 0);
+            check_close(got, want, hd, "null blocks");
+          }
+        }
+      }
+}
+
 // Several sequences in one attention_batch call give what each gives alone, bit for bit: a
 // prefill chunk, decode rows and an empty query among them, over different caches.
 TEST(Attention, BatchOfSequencesMatchesEachAlone) {

@@ -144,7 +144,16 @@ inline void tile_rows(const AttnTask& t, int64_t j0, int64_t n, const uint8_t** 
   const KvSeqView& kv = *t.kv;
   const int64_t bt = kv.layout.block_tokens;
   int64_t b = j0 / bt, slot = j0 % bt;
+  const int64_t first = t.first_pos(0);  // rows before it: the zero row (attention_kernels.h)
   for (int64_t i = 0; i < n; ++i) {
+    if (j0 + i < first) {
+      k[i] = v[i] = kZeroRow;
+      if (++slot == bt) {
+        slot = 0;
+        ++b;
+      }
+      continue;
+    }
     const size_t off = t.head_major ? static_cast<size_t>(t.kv_head * bt + slot) * t.head_bytes
                                     : static_cast<size_t>(slot) * t.token_bytes +
                                           static_cast<size_t>(t.kv_head) * t.head_bytes;
