@@ -25,4 +25,13 @@ SimdLevel simd_level();
 void set_simd_level(SimdLevel level);  // clamps to what the CPU supports
 const char* simd_level_name(SimdLevel level);
 
+// Whether the AVX2 kernels run at the current level (never off x86-64).
+inline bool use_avx2() {
+#if defined(__x86_64__)
+  return simd_level() >= SimdLevel::Avx2;
+#else
+  return false;
+#endif
+}
+
 }  // namespace hearth::ops

@@ -10,18 +10,6 @@
 #include "quant/half.h"
 
 namespace hearth::ops {
-namespace {
-
-bool use_avx2() {
-#if defined(__x86_64__)
-  return simd_level() >= SimdLevel::Avx2;
-#else
-  return false;
-#endif
-}
-
-}  // namespace
-
 void rmsnorm(const float* x, const float* w, float* y, int64_t n_tok, int64_t n, float eps) {
   if (n_tok <= 0 || n <= 0) return;
   if (use_avx2()) return avx2::rmsnorm_rows(x, w, y, n_tok, n, eps);

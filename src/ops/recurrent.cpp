@@ -9,14 +9,6 @@
 namespace hearth::ops {
 namespace {
 
-bool use_avx2() {
-#if defined(__x86_64__)
-  return simd_level() >= SimdLevel::Avx2;
-#else
-  return false;
-#endif
-}
-
 constexpr float kGeluC = 0.7978845608028654f;  // √(2/π)
 
 }  // namespace

@@ -6,66 +6,19 @@
 // identical ids and logits over a multi-turn replay, also when a tiny pool preempts.
 #include <gtest/gtest.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include <filesystem>
 
-#include <random>
-
 #include "common/shared_data.h"
 #include "engine/engine.h"
+#include "engine/replay_util.h"
 #include "model/forward.h"
 #include "model/golden_util.h"
 
 namespace hearth {
 namespace {
 
-struct Turn {
-  std::vector<int32_t> tokens;
-  std::vector<uint64_t> logit_hashes;  // per generated token, of the raw float bytes
-  RequestStats stats;
-  FinishReason reason = FinishReason::Stop;
-  std::string error;
-};
-
-GenerationRequest greedy(const std::vector<int32_t>& prompt, int n_gen, Turn* out) {
-  GenerationRequest r;
-  r.prompt = prompt;
-  r.max_tokens = n_gen;
-  r.stop_at_eog = false;
-  r.on_event = [out](const EngineEvent& e) {
-    if (e.kind == EngineEvent::Kind::Token) out->tokens.push_back(e.token);
-    if (e.kind != EngineEvent::Kind::Finished) return;
-    out->stats = e.stats;
-    out->reason = e.reason;
-    out->error = e.error;
-  };
-  r.on_logits = [out](std::span<const float> l) {
-    out->logit_hashes.push_back(XXH3_64bits(l.data(), l.size_bytes()));
-  };
-  return r;
-}
-
-Turn run(Engine& e, const std::vector<int32_t>& prompt, int n_gen) {
-  Turn t;
-  EXPECT_TRUE(e.submit(greedy(prompt, n_gen, &t)).ok());
-  e.run_until_idle();
-  return t;
-}
-
-// A KV budget of `blocks` blocks of the model's attention layers.
-EngineOptions options(const Model& m, int32_t blocks, bool cache, int max_running = 4) {
-  EngineOptions o;
-  o.kv_type = TensorType::F32;
-  o.max_running = max_running;
-  o.step_tokens = 48;
-  o.max_seq_tokens = 512;
-  o.prefix_cache = cache;
-  o.kv_bytes = static_cast<size_t>(blocks) * 2 *
-               kv_layout_for(m.hparams(), o.kv_type, o.kv_block_tokens).block_bytes() *
-               static_cast<size_t>(m.hparams().n_kv_layers());
-  return o;
-}
+using namespace test;
 
 struct Loaded {
   std::unique_ptr<Model> model;
@@ -81,7 +34,7 @@ class HybridCache : public ::testing::TestWithParam<std::string> {
     m_.tok = std::make_unique<Tokenizer>(Tokenizer::from_gguf(m_.model->file()));
     golden_ = test::load_json(golden);
     // The forward pass for this architecture may not be on this branch yet.
-    Engine probe(*m_.model, *m_.tok, options(*m_.model, 16, false), pool_);
+    Engine probe(*m_.model, *m_.tok, cache_test_options(*m_.model, 16, false), pool_);
     const Turn t = run(probe, {1, 2, 3}, 1);
     if (t.reason == FinishReason::Error &&
         t.error.find("does not run architecture") != std::string::npos)
@@ -104,7 +57,7 @@ TEST_P(HybridCache, GoldenScenariosGiveTheColdIds) {
   if (golden_["cache_reuse"].empty()) GTEST_SKIP() << GetParam() << " has no cache_reuse goldens";
   for (const auto& sc : golden_["cache_reuse"]) {
     const std::string name = sc["name"];
-    Engine e(*m_.model, *m_.tok, options(*m_.model, 128, true), pool_);
+    Engine e(*m_.model, *m_.tok, cache_test_options(*m_.model, 128, true), pool_);
     const auto first = test::ids_of(sc["first_request"]["prompt_ids"]);
     const auto second = test::ids_of(sc["second_request"]["prompt_ids"]);
     const auto want = test::ids_of(sc["generation"]["ids"]);
@@ -136,63 +89,20 @@ TEST_P(HybridCache, GoldenScenariosGiveTheColdIds) {
     const Turn c = run(e, third, 4);
     EXPECT_EQ(c.stats.cached_tokens, 20) << name;
     EXPECT_EQ(c.stats.prefilled_tokens, 21) << name;
-    Engine cold(*m_.model, *m_.tok, options(*m_.model, 128, false), pool_);
+    Engine cold(*m_.model, *m_.tok, cache_test_options(*m_.model, 128, false), pool_);
     EXPECT_EQ(c.logit_hashes, run(cold, third, 4).logit_hashes) << name << ": third request";
   }
 }
 
-// Conversations: each turn is the whole history plus new tokens; sessions interleaved.
-std::vector<std::vector<Turn>> replay(Engine& e, int sessions, int turns, int n_gen,
-                                      uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> tok(3, 511);
-  std::vector<int32_t> system = {1};
-  for (int i = 0; i < 37; ++i) system.push_back(tok(rng));
-  std::vector<std::vector<int32_t>> hist(static_cast<size_t>(sessions), system);
-  std::vector<std::vector<Turn>> out(static_cast<size_t>(sessions),
-                                     std::vector<Turn>(static_cast<size_t>(turns)));
-  for (int t = 0; t < turns; ++t) {
-    for (int s = 0; s < sessions; ++s) {
-      auto& h = hist[static_cast<size_t>(s)];
-      const int n = std::uniform_int_distribution<int>(1, 30)(rng);
-      for (int i = 0; i < n; ++i) h.push_back(tok(rng));
-      EXPECT_TRUE(
-          e.submit(greedy(h, n_gen, &out[static_cast<size_t>(s)][static_cast<size_t>(t)])).ok());
-    }
-    e.run_until_idle();
-    for (int s = 0; s < sessions; ++s) {
-      const Turn& r = out[static_cast<size_t>(s)][static_cast<size_t>(t)];
-      EXPECT_NE(r.reason, FinishReason::Error) << r.error;
-      hist[static_cast<size_t>(s)].insert(hist[static_cast<size_t>(s)].end(), r.tokens.begin(),
-                                          r.tokens.end());
-    }
-  }
-  return out;
-}
-
-void expect_same(const std::vector<std::vector<Turn>>& want,
-                 const std::vector<std::vector<Turn>>& got, const char* what) {
-  for (size_t s = 0; s < want.size(); ++s)
-    for (size_t t = 0; t < want[s].size(); ++t) {
-      EXPECT_EQ(got[s][t].tokens, want[s][t].tokens) << what << " session " << s << " turn " << t;
-      EXPECT_EQ(got[s][t].logit_hashes, want[s][t].logit_hashes)
-          << what << " session " << s << " turn " << t << ": logits differ";
-    }
-}
-
 TEST_P(HybridCache, CacheOnEqualsCacheOffAlsoWhenPreempting) {
-  const int S = 3, T = 3, n_gen = 8;
-  Engine plain(*m_.model, *m_.tok, options(*m_.model, 256, false), pool_);
-  const auto want = replay(plain, S, T, n_gen, 5);
-  Engine cached(*m_.model, *m_.tok, options(*m_.model, 256, true), pool_);
-  const auto got = replay(cached, S, T, n_gen, 5);
+  const int n_gen = 8;
+  const auto convs = interleaved_conversations(3, 3, 5);
+  Engine plain(*m_.model, *m_.tok, cache_test_options(*m_.model, 256, false), pool_);
+  const auto want = replay(plain, convs, n_gen);
+  Engine cached(*m_.model, *m_.tok, cache_test_options(*m_.model, 256, true), pool_);
+  const auto got = replay(cached, convs, n_gen);
   expect_same(want, got, "cache");
-  int64_t prefilled = 0, prompt = 0;
-  for (const auto& s : got)
-    for (size_t t = 1; t < s.size(); ++t) {
-      prefilled += s[t].stats.prefilled_tokens;
-      prompt += s[t].stats.prompt_tokens;
-    }
+  const auto [prefilled, prompt] = later_turns_prefilled_of_prompt(got);
   EXPECT_LT(prefilled * 4, prompt);  // later turns reuse their history
   const EngineMetrics m = cached.metrics();
   if (recurrent()) {
@@ -203,8 +113,8 @@ TEST_P(HybridCache, CacheOnEqualsCacheOffAlsoWhenPreempting) {
 
   // A pool of 9 blocks (32 tokens each) for three sessions of up to ~170 tokens: preemption,
   // eviction (and with them lost snapshots), recomputation — still exact.
-  Engine tight(*m_.model, *m_.tok, options(*m_.model, 9, true, 3), pool_);
-  const auto squeezed = replay(tight, S, T, n_gen, 5);
+  Engine tight(*m_.model, *m_.tok, cache_test_options(*m_.model, 9, true, 3), pool_);
+  const auto squeezed = replay(tight, convs, n_gen);
   expect_same(want, squeezed, "tight");
   EXPECT_GT(tight.metrics().preemptions + tight.metrics().cache.evictions, 0);
 }
@@ -213,39 +123,27 @@ TEST_P(HybridCache, CacheOnEqualsCacheOffAlsoWhenPreempting) {
 // from disk, and a restarted engine over the same directory serves the histories from disk —
 // the same ids and logits as computing afresh.
 TEST_P(HybridCache, DiskAndRestartHitsAreExact) {
-  const int S = 3, T = 3, n_gen = 8;
-  Engine plain(*m_.model, *m_.tok, options(*m_.model, 256, false), pool_);
-  const auto want = replay(plain, S, T, n_gen, 9);
+  const int n_gen = 8;
+  Engine plain(*m_.model, *m_.tok, cache_test_options(*m_.model, 256, false), pool_);
+  const auto convs = interleaved_conversations(3, 3, 9);
+  std::vector<std::vector<int32_t>> hist;  // the histories as the replay built them
+  const auto want = replay(plain, convs, n_gen, &hist);
   const std::string dir = (std::filesystem::temp_directory_path() /
                            ("hearth-hybrid-disk-" + std::to_string(::getpid()) + GetParam()))
                               .string();
   std::filesystem::remove_all(dir);
-  EngineOptions o = options(*m_.model, 6, true, 1);
+  EngineOptions o = cache_test_options(*m_.model, 6, true, 1);
   o.cache_dir = dir;
   o.snapshot_bytes = 3 * StateArena::layout_for(m_.model->hparams()).slot_bytes();
-  std::vector<std::vector<int32_t>> hist(S);
   {
     Engine e(*m_.model, *m_.tok, o, pool_);
-    const auto got = replay(e, S, T, n_gen, 9);
+    const auto got = replay(e, convs, n_gen);
     expect_same(want, got, "disk");
     EXPECT_GT(e.metrics().cache.disk_hit_tokens, 0);
     if (recurrent()) {
       EXPECT_GT(e.metrics().cache.snapshot_disk_hits, 0);
     }
   }
-  // The histories as the replay built them (the same seed gives the same messages).
-  std::mt19937 rng(9);
-  std::uniform_int_distribution<int32_t> tok(3, 511);
-  std::vector<int32_t> system = {1};
-  for (int i = 0; i < 37; ++i) system.push_back(tok(rng));
-  for (auto& h : hist) h = system;
-  for (int t = 0; t < T; ++t)
-    for (int s = 0; s < S; ++s) {
-      const int n = std::uniform_int_distribution<int>(1, 30)(rng);
-      for (int i = 0; i < n; ++i) hist[s].push_back(tok(rng));
-      const auto& g = want[static_cast<size_t>(s)][static_cast<size_t>(t)].tokens;
-      hist[s].insert(hist[s].end(), g.begin(), g.end());
-    }
   o.kv_bytes *= 8;
   {
     Engine restarted(*m_.model, *m_.tok, o, pool_);

@@ -4,42 +4,19 @@
 // one KV type to an engine of another.
 #include <gtest/gtest.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include <filesystem>
 #include <random>
 
 #include "common/shared_data.h"
 #include "engine/engine.h"
+#include "engine/replay_util.h"
 #include "model/forward.h"
 
 namespace hearth {
 namespace {
 
-struct Turn {
-  std::vector<int32_t> tokens;         // generated
-  std::vector<uint64_t> logit_hashes;  // per generated token, of the raw float bytes
-  RequestStats stats;
-};
-
-GenerationRequest make_request(const std::vector<int32_t>& prompt, int n_gen, Turn* out) {
-  GenerationRequest r;
-  r.prompt = prompt;
-  r.max_tokens = n_gen;
-  r.stop_at_eog = false;
-  r.on_event = [out](const EngineEvent& e) {
-    if (e.kind == EngineEvent::Kind::Token) out->tokens.push_back(e.token);
-    if (e.kind == EngineEvent::Kind::Finished) out->stats = e.stats;
-  };
-  r.on_logits = [out](std::span<const float> l) {
-    out->logit_hashes.push_back(XXH3_64bits(l.data(), l.size_bytes()));
-  };
-  return r;
-}
-
-struct Conversation {
-  std::vector<std::vector<int32_t>> user;  // new tokens per turn
-};
+using namespace test;
 
 // Sessions of random turns; every session starts with the same "system prompt" so that the
 // cache shares it across sessions, and user turns have random lengths so prefixes end at any
@@ -61,54 +38,14 @@ std::vector<Conversation> conversations(int sessions, int turns, int32_t n_vocab
   return out;
 }
 
-// Runs every conversation turn by turn, sessions interleaved (each turn of all sessions
-// submitted together), feeding generated tokens back into the history.
-std::vector<std::vector<Turn>> replay(Engine& engine, const std::vector<Conversation>& convs,
-                                      int n_gen, std::vector<std::vector<int32_t>>* histories) {
-  const size_t S = convs.size();
-  const size_t T = convs[0].user.size();
-  std::vector<std::vector<Turn>> out(S, std::vector<Turn>(T));
-  histories->assign(S, {});
-  for (size_t t = 0; t < T; ++t) {
-    std::vector<std::vector<int32_t>> prompts(S);
-    for (size_t s = 0; s < S; ++s) {
-      auto& h = (*histories)[s];
-      h.insert(h.end(), convs[s].user[t].begin(), convs[s].user[t].end());
-      prompts[s] = h;
-      EXPECT_TRUE(engine.submit(make_request(prompts[s], n_gen, &out[s][t])).ok());
-    }
-    engine.run_until_idle();
-    for (size_t s = 0; s < S; ++s) {
-      auto& h = (*histories)[s];
-      h.insert(h.end(), out[s][t].tokens.begin(), out[s][t].tokens.end());
-    }
-  }
-  return out;
-}
-
 EngineOptions options(const Model& m, TensorType kv, int32_t blocks, bool cache,
                       const std::string& dir = {}, int max_running = 4) {
-  EngineOptions o;
+  EngineOptions o = cache_test_options(m, blocks, cache, max_running);
   o.kv_type = kv;
-  o.max_running = max_running;
-  o.step_tokens = 48;
   o.max_seq_tokens = 1024;
-  o.prefix_cache = cache;
   o.cache_dir = dir;
-  o.kv_bytes = static_cast<size_t>(blocks) * 2 *
-               kv_layout_for(m.hparams(), kv, o.kv_block_tokens).block_bytes() *
-               static_cast<size_t>(m.hparams().n_layer);
+  set_kv_blocks(o, m, blocks);
   return o;
-}
-
-void expect_same(const std::vector<std::vector<Turn>>& want,
-                 const std::vector<std::vector<Turn>>& got, const char* what) {
-  for (size_t s = 0; s < want.size(); ++s)
-    for (size_t t = 0; t < want[s].size(); ++t) {
-      EXPECT_EQ(got[s][t].tokens, want[s][t].tokens) << what << " session " << s << " turn " << t;
-      EXPECT_EQ(got[s][t].logit_hashes, want[s][t].logit_hashes)
-          << what << " session " << s << " turn " << t << ": logits differ";
-    }
 }
 
 int64_t sum_cached(const std::vector<std::vector<Turn>>& r) {
@@ -151,9 +88,9 @@ TEST_P(PrefixCacheExact, CachedEqualsUncached) {
     std::vector<int32_t> branch(h.begin(), h.begin() + 70);
     branch.push_back(4);
     Turn b_cached, b_plain;
-    ASSERT_TRUE(e.submit(make_request(branch, n_gen, &b_cached)).ok());
+    ASSERT_TRUE(e.submit(greedy(branch, n_gen, &b_cached)).ok());
     e.run_until_idle();
-    ASSERT_TRUE(plain.submit(make_request(branch, n_gen, &b_plain)).ok());
+    ASSERT_TRUE(plain.submit(greedy(branch, n_gen, &b_plain)).ok());
     plain.run_until_idle();
     EXPECT_EQ(b_cached.stats.cached_tokens, 70);
     EXPECT_EQ(b_cached.tokens, b_plain.tokens);
@@ -182,9 +119,9 @@ TEST_P(PrefixCacheExact, CachedEqualsUncached) {
     Engine e(*model, tok, options(*model, kv, 64, true, dir), pool);
     for (size_t s = 0; s < hist.size(); ++s) {
       Turn a, b;
-      ASSERT_TRUE(e.submit(make_request(hist[s], n_gen, &a)).ok());
+      ASSERT_TRUE(e.submit(greedy(hist[s], n_gen, &a)).ok());
       e.run_until_idle();
-      ASSERT_TRUE(plain.submit(make_request(hist[s], n_gen, &b)).ok());
+      ASSERT_TRUE(plain.submit(greedy(hist[s], n_gen, &b)).ok());
       plain.run_until_idle();
       EXPECT_EQ(a.tokens, b.tokens) << "restart session " << s;
       EXPECT_EQ(a.logit_hashes, b.logit_hashes) << "restart session " << s;
@@ -219,16 +156,16 @@ TEST(PrefixCacheDisk, KvTypeIsPartOfTheKey) {
   {  // Fill the directory from a Q4_0 engine (flushed on destruction).
     Engine e(*model, tok, options(*model, TensorType::Q4_0, 64, true, dir), pool);
     Turn t;
-    ASSERT_TRUE(e.submit(make_request(prompt, n_gen, &t)).ok());
+    ASSERT_TRUE(e.submit(greedy(prompt, n_gen, &t)).ok());
     e.run_until_idle();
   }
   for (TensorType other : {TensorType::F16, TensorType::Q8_0, TensorType::F32}) {
     Engine plain(*model, tok, options(*model, other, 64, false), pool);
     Engine e(*model, tok, options(*model, other, 64, true, dir), pool);
     Turn a, b;
-    ASSERT_TRUE(e.submit(make_request(prompt, n_gen, &a)).ok());
+    ASSERT_TRUE(e.submit(greedy(prompt, n_gen, &a)).ok());
     e.run_until_idle();
-    ASSERT_TRUE(plain.submit(make_request(prompt, n_gen, &b)).ok());
+    ASSERT_TRUE(plain.submit(greedy(prompt, n_gen, &b)).ok());
     plain.run_until_idle();
     EXPECT_EQ(a.stats.cached_tokens, 0) << type_name(other);
     EXPECT_EQ(e.metrics().cache.disk_hit_tokens, 0) << type_name(other);
@@ -238,9 +175,9 @@ TEST(PrefixCacheDisk, KvTypeIsPartOfTheKey) {
     Engine plain(*model, tok, options(*model, TensorType::Q4_0, 64, false), pool);
     Engine e(*model, tok, options(*model, TensorType::Q4_0, 64, true, dir), pool);
     Turn a, b;
-    ASSERT_TRUE(e.submit(make_request(prompt, n_gen, &a)).ok());
+    ASSERT_TRUE(e.submit(greedy(prompt, n_gen, &a)).ok());
     e.run_until_idle();
-    ASSERT_TRUE(plain.submit(make_request(prompt, n_gen, &b)).ok());
+    ASSERT_TRUE(plain.submit(greedy(prompt, n_gen, &b)).ok());
     plain.run_until_idle();
     EXPECT_GT(e.metrics().cache.disk_hit_tokens, 0);
     EXPECT_GT(a.stats.cached_tokens, 0);

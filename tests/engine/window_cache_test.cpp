@@ -5,13 +5,12 @@
 // also with a pool so small that sequences are preempted. Also the bytes per token of each pool
 // for Gemma-3-1B's shape.
 #include <gtest/gtest.h>
-#include <xxhash.h>
 
 #include <map>
-#include <random>
 
 #include "common/shared_data.h"
 #include "engine/engine.h"
+#include "engine/replay_util.h"
 #include "kv/kv_manager.h"
 #include "model/forward.h"
 #include "model/golden_util.h"
@@ -20,53 +19,16 @@
 namespace hearth {
 namespace {
 
+using namespace test;
+
 constexpr int64_t kB = 4;
-
-struct Turn {
-  std::vector<int32_t> tokens;
-  std::vector<uint64_t> logit_hashes;
-  RequestStats stats;
-  FinishReason reason = FinishReason::Stop;
-  std::string error;
-};
-
-GenerationRequest greedy(const std::vector<int32_t>& prompt, int n_gen, Turn* out) {
-  GenerationRequest r;
-  r.prompt = prompt;
-  r.max_tokens = n_gen;
-  r.stop_at_eog = false;
-  r.on_event = [out](const EngineEvent& e) {
-    if (e.kind == EngineEvent::Kind::Token) out->tokens.push_back(e.token);
-    if (e.kind != EngineEvent::Kind::Finished) return;
-    out->stats = e.stats;
-    out->reason = e.reason;
-    out->error = e.error;
-  };
-  r.on_logits = [out](std::span<const float> l) {
-    out->logit_hashes.push_back(XXH3_64bits(l.data(), l.size_bytes()));
-  };
-  return r;
-}
-
-Turn run(Engine& e, const std::vector<int32_t>& prompt, int n_gen) {
-  Turn t;
-  EXPECT_TRUE(e.submit(greedy(prompt, n_gen, &t)).ok());
-  e.run_until_idle();
-  return t;
-}
 
 // A budget of `blocks` blocks over all KV layers, split by the rule between the two pools.
 EngineOptions options(const Model& m, int32_t blocks, bool cache, int max_running = 4) {
-  EngineOptions o;
-  o.kv_type = TensorType::F32;
+  EngineOptions o = cache_test_options(m, blocks, cache, max_running);
   o.kv_block_tokens = kB;
-  o.max_running = max_running;
   o.step_tokens = 16;
-  o.max_seq_tokens = 512;
-  o.prefix_cache = cache;
-  o.kv_bytes = static_cast<size_t>(blocks) * 2 *
-               kv_layout_for(m.hparams(), o.kv_type, kB).block_bytes() *
-               static_cast<size_t>(m.hparams().n_kv_layers());
+  set_kv_blocks(o, m, blocks);
   return o;
 }
 
@@ -142,68 +104,25 @@ TEST_F(WindowCache, AGeneratingSequencesWindowBlocksStayBounded) {
               e.metrics().kv_window_blocks);
 }
 
-// Conversations: each turn is the whole history plus new tokens; sessions interleaved.
-std::vector<std::vector<Turn>> replay(Engine& e, int sessions, int turns, int n_gen,
-                                      uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> tok(3, 511);
-  std::vector<int32_t> system = {1};
-  for (int i = 0; i < 37; ++i) system.push_back(tok(rng));
-  std::vector<std::vector<int32_t>> hist(static_cast<size_t>(sessions), system);
-  std::vector<std::vector<Turn>> out(static_cast<size_t>(sessions),
-                                     std::vector<Turn>(static_cast<size_t>(turns)));
-  for (int t = 0; t < turns; ++t) {
-    for (int s = 0; s < sessions; ++s) {
-      auto& h = hist[static_cast<size_t>(s)];
-      const int n = std::uniform_int_distribution<int>(1, 30)(rng);
-      for (int i = 0; i < n; ++i) h.push_back(tok(rng));
-      EXPECT_TRUE(
-          e.submit(greedy(h, n_gen, &out[static_cast<size_t>(s)][static_cast<size_t>(t)])).ok());
-    }
-    e.run_until_idle();
-    for (int s = 0; s < sessions; ++s) {
-      const Turn& r = out[static_cast<size_t>(s)][static_cast<size_t>(t)];
-      EXPECT_NE(r.reason, FinishReason::Error) << r.error;
-      hist[static_cast<size_t>(s)].insert(hist[static_cast<size_t>(s)].end(), r.tokens.begin(),
-                                          r.tokens.end());
-    }
-  }
-  return out;
-}
-
-void expect_same(const std::vector<std::vector<Turn>>& want,
-                 const std::vector<std::vector<Turn>>& got, const char* what) {
-  for (size_t s = 0; s < want.size(); ++s)
-    for (size_t t = 0; t < want[s].size(); ++t) {
-      EXPECT_EQ(got[s][t].tokens, want[s][t].tokens) << what << " session " << s << " turn " << t;
-      EXPECT_EQ(got[s][t].logit_hashes, want[s][t].logit_hashes)
-          << what << " session " << s << " turn " << t << ": logits differ";
-    }
-}
-
 // Turns continue their history (the reply's tail holds its window): later turns prefill about
 // their new message only. A tiny pool preempts and evicts (window blocks included) and stays
 // exact.
 TEST_F(WindowCache, CacheOnEqualsCacheOffAlsoWhenPreempting) {
-  const int S = 3, T = 4, n_gen = 12;
+  const int n_gen = 12;
+  const auto convs = interleaved_conversations(3, 4, 7);
   Engine plain(*model_, *tok_, options(*model_, 512, false), pool_);
-  const auto want = replay(plain, S, T, n_gen, 7);
+  const auto want = replay(plain, convs, n_gen);
   Engine cached(*model_, *tok_, options(*model_, 512, true), pool_);
-  const auto got = replay(cached, S, T, n_gen, 7);
+  const auto got = replay(cached, convs, n_gen);
   expect_same(want, got, "cache");
-  int64_t prefilled = 0, prompt = 0;
-  for (const auto& s : got)
-    for (size_t t = 1; t < s.size(); ++t) {
-      prefilled += s[t].stats.prefilled_tokens;
-      prompt += s[t].stats.prompt_tokens;
-    }
+  const auto [prefilled, prompt] = later_turns_prefilled_of_prompt(got);
   EXPECT_LT(prefilled * 4, prompt);
   std::printf("later turns prefilled %lld of %lld prompt tokens\n",
               static_cast<long long>(prefilled), static_cast<long long>(prompt));
 
   // 40 blocks of 4 tokens over every layer for three sessions of up to ~200 tokens.
   Engine tight(*model_, *tok_, options(*model_, 40, true, 3), pool_);
-  const auto squeezed = replay(tight, S, T, n_gen, 7);
+  const auto squeezed = replay(tight, convs, n_gen);
   expect_same(want, squeezed, "tight");
   const EngineMetrics m = tight.metrics();
   EXPECT_GT(m.preemptions + m.cache.evictions + m.cache.window_evictions, 0);

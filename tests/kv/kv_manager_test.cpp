@@ -1,4 +1,5 @@
 #include "kv/kv_manager.h"
+#include "kv/kv_test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -9,14 +10,7 @@ namespace hearth {
 namespace {
 
 KvGeometry geometry() {
-  KvGeometry g;
-  g.layout.type = TensorType::F16;
-  g.layout.n_kv_head = 2;
-  g.layout.head_dim = 32;
-  g.layout.block_tokens = 4;
-  g.layout.head_major = true;
-  g.n_layer = 2;
-  return g;
+  return test::small_f16_geometry(4, 2);
 }
 
 KvCacheOptions cache_on(bool on = true) {
@@ -25,11 +19,7 @@ KvCacheOptions cache_on(bool on = true) {
   return c;
 }
 
-std::vector<int32_t> iota_tokens(int n, int32_t from = 100) {
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  std::iota(t.begin(), t.end(), from);
-  return t;
-}
+using test::iota_tokens;
 
 // Every block is free or held by the cache alone: nothing leaked.
 void expect_all_returned(const KvManager& kv) {

@@ -10,6 +10,7 @@
 
 #include "kv/fake_recurrence.h"
 #include "kv/kv_manager.h"
+#include "kv/kv_test_util.h"
 
 namespace hearth {
 namespace {
@@ -17,13 +18,7 @@ namespace {
 constexpr int64_t kFloats = test::kFakeStateFloats;
 
 KvGeometry hybrid_geometry() {
-  KvGeometry g;
-  g.layout.type = TensorType::F16;
-  g.layout.n_kv_head = 2;
-  g.layout.head_dim = 32;
-  g.layout.block_tokens = 8;
-  g.layout.head_major = true;
-  g.n_layer = 1;
+  KvGeometry g = test::small_f16_geometry(8, 1);
   g.state.layer_offset = {0, -1};  // a recurrent layer, then an attention layer
   g.state.slot_floats = kFloats;
   return g;
@@ -44,11 +39,7 @@ std::vector<float> slot_of(const KvManager& kv, int64_t id) {
   return test::fake_state_of(kv, id);
 }
 
-std::vector<int32_t> iota_tokens(int n, int32_t from = 100) {
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  std::iota(t.begin(), t.end(), from);
-  return t;
-}
+using test::iota_tokens;
 
 // Admits a prompt and prefills it; returns the tokens the cache covered.
 int64_t run_prompt(KvManager& kv, int64_t id, std::span<const int32_t> prompt) {

@@ -12,6 +12,7 @@
 
 #include "kv/disk_tier.h"
 #include "kv/kv_manager.h"
+#include "kv/kv_test_util.h"
 #include "kv/prefix_cache.h"
 
 namespace hearth {
@@ -20,13 +21,7 @@ namespace {
 constexpr int64_t kB = 4, kWindow = 10;
 
 KvGeometry geometry() {
-  KvGeometry g;
-  g.layout.type = TensorType::F16;
-  g.layout.n_kv_head = 2;
-  g.layout.head_dim = 32;
-  g.layout.block_tokens = kB;
-  g.layout.head_major = true;
-  g.n_layer = 1;
+  KvGeometry g = test::small_f16_geometry(kB, 1);
   g.n_window_layer = 3;
   g.n_swa = kWindow;
   return g;
@@ -40,11 +35,7 @@ KvCacheOptions cache_on(bool on = true) {
   return c;
 }
 
-std::vector<int32_t> iota_tokens(int n, int32_t from = 100) {
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  std::iota(t.begin(), t.end(), from);
-  return t;
-}
+using test::iota_tokens;
 
 size_t big_budget(const KvGeometry& g) {
   return (g.bytes_per_block() + g.window_bytes_per_block()) * 200;

@@ -47,10 +47,7 @@ const char* const kTypes[] = {"F32", "Q8_0", "Q4_K"};
 class ArchFastPath : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ArchFastPath, FastPathMatchesLlamaCpp) {
-  HEARTH_SHARED_OR_SKIP(golden_path, "golden/synthetic-arch/" + GetParam() + ".json");
-  HEARTH_SHARED_OR_SKIP(model_path, "models/synthetic-arch/" + GetParam() + ".gguf");
-  const nlohmann::json g = load_json(golden_path);
-  auto model = Model::load(model_path);
+  HEARTH_GOLDEN_AND_MODEL_OR_SKIP(g, model, "synthetic-arch", GetParam());
   const bool f32 = g["weight_type"].get<std::string>() == "F32";
   const double tol = g["recommended_tolerance"].get<double>();
   ops::ThreadPool pool(2);
@@ -186,10 +183,7 @@ class ArchInvariance : public ::testing::TestWithParam<std::tuple<std::string, T
 
 TEST_P(ArchInvariance, ChunkingAndBatchingDoNotChangeABit) {
   const std::string file = std::get<0>(GetParam());
-  HEARTH_SHARED_OR_SKIP(golden_path, "golden/synthetic-arch/" + file + ".json");
-  HEARTH_SHARED_OR_SKIP(model_path, "models/synthetic-arch/" + file + ".gguf");
-  const nlohmann::json g = load_json(golden_path);
-  auto model = Model::load(model_path);
+  HEARTH_GOLDEN_AND_MODEL_OR_SKIP(g, model, "synthetic-arch", file);
   Seq a{ids_of(g["cases"][2]["prompt_ids"]), {}, 0}, b{ids_of(g["cases"][1]["prompt_ids"]), {}, 1};
   ASSERT_EQ(a.tokens.size(), 201u);
   a.blocks.resize(13);

@@ -170,10 +170,7 @@ INSTANTIATE_TEST_SUITE_P(AllFiles, ArchGolden,
 class ArchChunking : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ArchChunking, ChunksMatchOneEvalAndResetReproduces) {
-  HEARTH_SHARED_OR_SKIP(golden_path, "golden/synthetic-arch/" + GetParam() + "-F32.json");
-  HEARTH_SHARED_OR_SKIP(model_path, "models/synthetic-arch/" + GetParam() + "-F32.gguf");
-  const nlohmann::json g = load_json(golden_path);
-  auto model = Model::load(model_path);
+  HEARTH_GOLDEN_AND_MODEL_OR_SKIP(g, model, "synthetic-arch", GetParam() + "-F32");
   const std::vector<int32_t> p40 = ids_of(g["cases"][1]["prompt_ids"]);
   ASSERT_EQ(p40.size(), 41u);
 

@@ -61,10 +61,7 @@ class FastGolden : public ::testing::TestWithParam<FastCase> {};
 
 TEST_P(FastGolden, WithinToleranceOfReference) {
   const FastCase& c = GetParam();
-  HEARTH_SHARED_OR_SKIP(golden_path, "golden/synthetic/" + c.model + ".json");
-  HEARTH_SHARED_OR_SKIP(model_path, "models/synthetic/" + c.model + ".gguf");
-  const nlohmann::json g = load_json(golden_path);
-  auto model = Model::load(model_path);
+  HEARTH_GOLDEN_AND_MODEL_OR_SKIP(g, model, "synthetic", c.model);
   ops::ThreadPool pool(2);
   // Encoded KV adds its own rounding: F16 (~5e-4 relative) what llama.cpp's f16 cache shows,
   // Q8_0 about what Q8_0 weights do. Q4_0's step is 16x Q8_0's, and on these random-weight

@@ -38,3 +38,12 @@ inline std::pair<double, size_t> max_abs_diff(const std::vector<float>& a,
 }
 
 }  // namespace hearth::test
+
+// Skips the current test unless ../shared holds golden/<set>/<name>.json and
+// models/<set>/<name>.gguf (`set` a string literal); binds the parsed golden to `golden` and the
+// loaded model to `model`.
+#define HEARTH_GOLDEN_AND_MODEL_OR_SKIP(golden, model, set, name)             \
+  HEARTH_SHARED_OR_SKIP(golden##_path, "golden/" set "/" + (name) + ".json"); \
+  HEARTH_SHARED_OR_SKIP(model##_path, "models/" set "/" + (name) + ".gguf");  \
+  const nlohmann::json golden = ::hearth::test::load_json(golden##_path);     \
+  auto model = ::hearth::Model::load(model##_path)

@@ -19,10 +19,7 @@ using test::max_abs_diff;
 class SyntheticGolden : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(SyntheticGolden, LogitsAndTeacherForcedGreedyMatchReference) {
-  HEARTH_SHARED_OR_SKIP(golden_path, "golden/synthetic/" + GetParam() + ".json");
-  HEARTH_SHARED_OR_SKIP(model_path, "models/synthetic/" + GetParam() + ".gguf");
-  const nlohmann::json g = load_json(golden_path);
-  auto model = Model::load(model_path);
+  HEARTH_GOLDEN_AND_MODEL_OR_SKIP(g, model, "synthetic", GetParam());
   EXPECT_EQ(model->hparams().arch_name, g["architecture"].get<std::string>());
   for (const auto& [name, type] : g["tensor_types"].items()) {
     const gguf::TensorInfo* t = model->file().find_tensor(name);

@@ -18,6 +18,7 @@
 #include <random>
 #include <vector>
 
+#include "kernel_test_util.h"
 #include "ops/cpu_features.h"
 #include "ops/thread_pool.h"
 #include "quant/dequantize.h"
@@ -29,13 +30,8 @@ namespace {
 constexpr TensorType kKvTypes[] = {TensorType::F32, TensorType::F16, TensorType::Q8_0,
                                    TensorType::Q4_0};
 
-std::vector<float> random_vec(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
+using test::LevelGuard;
+using test::random_vec;
 
 // One sequence's K and V, encoded into blocks of block_tokens tokens.
 struct Cache {
@@ -75,18 +71,8 @@ struct Cache {
 };
 
 std::vector<SimdLevel> levels() {
-  const SimdLevel saved = simd_level();
-  std::vector<SimdLevel> l = {SimdLevel::Scalar};
-  set_simd_level(SimdLevel::Avx2);
-  if (simd_level() == SimdLevel::Avx2) l.push_back(SimdLevel::Avx2);
-  set_simd_level(saved);
-  return l;
+  return test::levels_available({SimdLevel::Scalar, SimdLevel::Avx2});
 }
-
-struct LevelGuard {
-  SimdLevel saved = simd_level();
-  ~LevelGuard() { set_simd_level(saved); }
-};
 
 std::vector<float> run_fused(const Cache& c, const std::vector<float>& q, int64_t n_head,
                              int64_t n_q, int64_t pos0, float scale, ThreadPool& pool,

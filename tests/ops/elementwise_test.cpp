@@ -17,6 +17,7 @@
 #include <random>
 #include <vector>
 
+#include "kernel_test_util.h"
 #include "ops/cpu_features.h"
 #include "ops/reference.h"
 #include "quant/half.h"
@@ -24,40 +25,19 @@
 namespace hearth::ops {
 namespace {
 
-std::vector<float> random_vec(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
-
-// Distance in units in the last place (ordered-integer difference; finite floats).
-int64_t ulp_diff(float a, float b) {
-  if (a == b) return 0;
-  auto ordered = [](float f) {
-    int32_t i;
-    std::memcpy(&i, &f, 4);
-    return i < 0 ? static_cast<int64_t>(INT32_MIN) - i : static_cast<int64_t>(i);
-  };
-  const int64_t d = ordered(a) - ordered(b);
-  return d < 0 ? -d : d;
-}
+using test::random_vec;
+using test::ulp_diff;
 
 // Runs `body` once per SIMD level available (scalar always, AVX2 where supported), restoring
 // the level afterwards.
 template <typename F>
 void for_each_level(F body) {
-  const SimdLevel saved = simd_level();
-  std::vector<SimdLevel> levels = {SimdLevel::Scalar};
-  set_simd_level(SimdLevel::Avx2);
-  if (simd_level() == SimdLevel::Avx2) levels.push_back(SimdLevel::Avx2);
-  for (SimdLevel l : levels) {
+  test::LevelGuard g;
+  for (SimdLevel l : test::levels_available({SimdLevel::Scalar, SimdLevel::Avx2})) {
     set_simd_level(l);
     SCOPED_TRACE(simd_level_name(l));
     body();
   }
-  set_simd_level(saved);
 }
 
 const int64_t kSizes[] = {1, 3, 7, 8, 9, 15, 16, 17, 31, 33, 64, 100, 257, 1000, 4099};

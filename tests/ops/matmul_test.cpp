@@ -12,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "kernel_test_util.h"
 #include "ops/cpu_features.h"
 #include "ops/packed_rows.h"
 #include "ops/reference.h"
@@ -58,11 +59,7 @@ std::vector<int64_t> widths_for(T t) {
   return w;
 }
 
-// Restores the SIMD level a test changed.
-struct LevelGuard {
-  SimdLevel saved = simd_level();
-  ~LevelGuard() { set_simd_level(saved); }
-};
+using test::LevelGuard;
 
 bool have_avx2() {
   const auto& f = cpu_features();
@@ -71,14 +68,7 @@ bool have_avx2() {
 
 // Every level this CPU runs, highest first (Scalar last).
 std::vector<SimdLevel> levels() {
-  const SimdLevel saved = simd_level();
-  std::vector<SimdLevel> l;
-  for (SimdLevel want : {SimdLevel::Avx2Vnni, SimdLevel::Avx2, SimdLevel::Scalar}) {
-    set_simd_level(want);
-    if (simd_level() == want) l.push_back(want);
-  }
-  set_simd_level(saved);
-  return l;
+  return test::levels_available({SimdLevel::Avx2Vnni, SimdLevel::Avx2, SimdLevel::Scalar});
 }
 
 std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {

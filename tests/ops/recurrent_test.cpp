@@ -13,46 +13,15 @@
 #include <random>
 #include <vector>
 
+#include "kernel_test_util.h"
 #include "ops/cpu_features.h"
 
 namespace hearth::ops {
 namespace {
 
-std::vector<float> random_vec(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
-
-int64_t ulp_diff(float a, float b) {
-  if (a == b) return 0;
-  auto ordered = [](float f) {
-    int32_t i;
-    std::memcpy(&i, &f, 4);
-    return i < 0 ? static_cast<int64_t>(INT32_MIN) - i : static_cast<int64_t>(i);
-  };
-  const int64_t d = ordered(a) - ordered(b);
-  return d < 0 ? -d : d;
-}
-
-// The SIMD levels above scalar that the CPU has.
-std::vector<SimdLevel> simd_levels() {
-  const SimdLevel saved = simd_level();
-  std::vector<SimdLevel> out;
-  for (SimdLevel l : {SimdLevel::Avx2, SimdLevel::Avx2Vnni}) {
-    set_simd_level(l);
-    if (simd_level() == l) out.push_back(l);
-  }
-  set_simd_level(saved);
-  return out;
-}
-
-struct LevelGuard {
-  SimdLevel saved = simd_level();
-  ~LevelGuard() { set_simd_level(saved); }
-};
+using test::LevelGuard;
+using test::random_vec;
+using test::ulp_diff;
 
 // Runs f at scalar and at level l; returns both results.
 template <typename F>
@@ -89,7 +58,7 @@ TEST(Recurrent, ConvTapsBitExactAcrossLevels) {
           ASSERT_NEAR(out[c], want, 1e-5 * (1 + std::fabs(want)));
         }
       }
-      for (SimdLevel l : simd_levels()) {
+      for (SimdLevel l : test::levels_available({SimdLevel::Avx2, SimdLevel::Avx2Vnni})) {
         auto [a, b] = scalar_and(l, run);
         ASSERT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0) << n << " " << K;
       }
@@ -135,7 +104,7 @@ TEST(Recurrent, DeltaRuleStepBitExactAcrossLevelsAndMatchesFormula) {
       const auto got = run();
       for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], S[i], 1e-5) << i;
     }
-    for (SimdLevel l : simd_levels()) {
+    for (SimdLevel l : test::levels_available({SimdLevel::Avx2, SimdLevel::Avx2Vnni})) {
       auto [a, b] = scalar_and(l, run);
       ASSERT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0) << simd_level_name(l);
     }
@@ -162,7 +131,7 @@ TEST(Recurrent, DeltaRuleTokensEqualsStepByStep) {
                       &qkv[t * stride + 2 * dk], decay[t * gs], beta[t * gs], &want_o[t * dv], dk,
                       dv);
   }
-  std::vector<SimdLevel> all = simd_levels();
+  std::vector<SimdLevel> all = test::levels_available({SimdLevel::Avx2, SimdLevel::Avx2Vnni});
   all.push_back(SimdLevel::Scalar);
   for (SimdLevel l : all) {
     for (int64_t split : {int64_t{1}, int64_t{4}, n}) {  // chunked calls: same bits
@@ -206,7 +175,7 @@ TEST(Recurrent, ActivationsWithinUlpsAcrossLevels) {
         ASSERT_NEAR(gg[i], want, 1e-6 * (1 + std::fabs(want))) << x[i];
       }
     }
-    for (SimdLevel l : simd_levels()) {
+    for (SimdLevel l : test::levels_available({SimdLevel::Avx2, SimdLevel::Avx2Vnni})) {
       // GELU's e^(-2y) turns one rounding of its argument 2y into |2y| ulps of the result, so
       // it is held to 4 ulp plus that (relative 2^-23 per unit of |2y|).
       auto check = [&](auto f, const char* name, bool gelu = false) {

@@ -7,18 +7,13 @@
 #include <random>
 #include <vector>
 
+#include "kernel_test_util.h"
 #include "quant/quantize.h"
 
 namespace hearth {
 namespace {
 
-std::vector<float> random_vec(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
+using test::random_vec;
 
 TEST(RefOps, DotMatchesDoubleForOddSizes) {
   for (int64_t n : {0, 1, 7, 8, 9, 31, 64, 257}) {

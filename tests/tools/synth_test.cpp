@@ -23,6 +23,17 @@ namespace hearth {
 namespace {
 
 namespace fs = std::filesystem;
+
+// Logits of a model with random weights: all finite and not flat.
+void expect_finite_and_not_flat(const std::vector<float>& logits) {
+  float lo = logits[0], hi = logits[0];
+  for (float x : logits) {
+    ASSERT_TRUE(std::isfinite(x));
+    lo = std::min(lo, x);
+    hi = std::max(hi, x);
+  }
+  EXPECT_GT(hi - lo, 0.1f) << "logits are flat: weights were not randomised";
+}
 using test::TempDir;
 
 class SynthRoundTrip : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
@@ -52,14 +63,7 @@ TEST_P(SynthRoundTrip, WritesLoadsAndComputes) {
   EXPECT_EQ(m->weights().layers[0].wq.type, s.weight_type);
   ReferenceForward f(*m, 32);
   std::vector<int32_t> ids = {1, 300, 400, 500};
-  auto logits = f.eval(ids);
-  float lo = logits[0], hi = logits[0];
-  for (float x : logits) {
-    ASSERT_TRUE(std::isfinite(x));
-    lo = std::min(lo, x);
-    hi = std::max(hi, x);
-  }
-  EXPECT_GT(hi - lo, 0.1f) << "logits are flat: weights were not randomised";
+  expect_finite_and_not_flat(f.eval(ids));
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -235,14 +239,7 @@ TEST_P(SynthArchPreset, MatchesSharedFileKeysAndLoadsWithItsLayerKinds) {
 
     ReferenceForward f(*m, 32);
     const std::vector<int32_t> ids = {1, 300, 400, 500, 20, 30, 40};
-    const std::vector<float> logits = f.eval(ids);
-    float lo = logits[0], hi = logits[0];
-    for (float x : logits) {
-      ASSERT_TRUE(std::isfinite(x));
-      lo = std::min(lo, x);
-      hi = std::max(hi, x);
-    }
-    EXPECT_GT(hi - lo, 0.1f) << "logits are flat: weights were not randomised";
+    expect_finite_and_not_flat(f.eval(ids));
   }
 }
 
