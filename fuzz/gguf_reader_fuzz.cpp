@@ -1,6 +1,8 @@
 // libFuzzer target for the GGUF reader. Any input must either parse or throw hearth::Error
 // whose message starts with the file name. A parsed file must also survive a round trip:
-// Writer re-encodes it and the re-encoded image parses to the same metadata and tensors.
+// Writer re-encodes it and the re-encoded image parses to the same metadata and tensors. Its
+// hyperparameters are then read as the model loader reads them (every architecture's keys,
+// per-layer arrays, layer kinds) and every tensor the architecture expects is looked up.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -12,6 +14,8 @@
 #include "gguf/reader.h"
 #include "gguf/value.h"
 #include "gguf/writer.h"
+#include "model/hparams.h"
+#include "model/tensor_names.h"
 #include "util/error.h"
 
 namespace {
@@ -86,12 +90,24 @@ void round_trip(const File& f) {
 
 }  // namespace
 
+// The loader's first steps: hyperparameters (an Error naming the file for anything it cannot
+// run) and the tensor list they imply.
+void read_hparams(const File& f) {
+  const hearth::HParams hp = hearth::HParams::from_gguf(f);
+  size_t found = 0;
+  for (const hearth::TensorSpec& t : hearth::tensor_specs(hp))
+    found += f.find_tensor(t.name) != nullptr ? 1 : 0;
+  if (hp.recurrent_state_floats() < 0 || hp.n_kv_layers() > hp.n_layer)
+    die("hparams", hp.summary() + " (" + std::to_string(found) + " tensors found)");
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::string kName = "fuzz.gguf";
   try {
     const File f = File::parse(data, size, kName);
     (void)touch(f);
     round_trip(f);
+    read_hparams(f);
   } catch (const Error& e) {
     if (std::string(e.what()).rfind(kName + ": ", 0) != 0)
       die("error without the file name", e.what());

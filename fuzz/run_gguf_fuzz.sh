@@ -26,7 +26,8 @@ HEARTH_GGUF_SEED_DIR="$work/seeds" "$test_build/tests/test_gguf" --gtest_filter=
 # Real files: the small models whole, the large vocabularies as 64 KiB prefixes (they fail
 # mid-array but exercise the string paths; whole they would slow every execution down).
 for f in "$shared"/models/stories260K.gguf "$shared"/models/synthetic/qwen3-Q4_K.gguf \
-         "$shared"/models/synthetic/llama-untied-Q8_0.gguf; do
+         "$shared"/models/synthetic/llama-untied-Q8_0.gguf \
+         "$shared"/models/synthetic-arch/{qwen3moe,gemma3,qwen35,qwen35moe,lfm2}-Q4_K.gguf; do
   [ -f "$f" ] && cp "$f" "$work/seeds/$(basename "$f" .gguf).bin"
 done
 for f in "$shared"/tokenizers/*.gguf; do
