@@ -111,6 +111,14 @@ std::optional<SynthSpec> moe_preset(const std::string& name) {
     set_moe(s, 8, 2, 32, 0);
     return s;
   }
+  if (name == "qwen3.5moe-mini") {
+    // A scaled hybrid MoE for benchmarks, not a released model: Qwen3.5-2B's backbone (24
+    // layers, 3 Gated DeltaNet : 1 gated attention) with fine-grained experts in the manner of
+    // Qwen3.5-35B-A3B (routed top 8 + 1 shared, 512 wide), 64 per layer (~3.5 GB at Q8_0).
+    SynthSpec s = qwen35(Arch::Qwen35Moe, 2048, 24, 8, 2, 256, 0, 128, 16, 16, 262144);
+    set_moe(s, 64, 8, 512, 512);
+    return s;
+  }
   if (name == "tiny-qwen35moe") {
     SynthSpec s = qwen35(Arch::Qwen35Moe, 64, 4, 4, 2, 32, 0, 16, 2, 4, 512);
     set_moe(s, 8, 2, 32, 64);
@@ -137,10 +145,11 @@ std::optional<SynthSpec> hybrid_preset(const std::string& name) {
 }  // namespace
 
 std::vector<std::string> synth_preset_names() {
-  return {"qwen3-0.6b",    "qwen3-1.7b",    "qwen2.5-0.5b", "llama-3.2-1b",   "smollm2-135m",
-          "qwen3-30b-a3b", "qwen3moe-mini", "gemma-3-1b",   "gemma-3-4b",     "qwen3.5-0.8b",
-          "qwen3.5-2b",    "lfm2-1.2b",     "tiny-llama",   "tiny-qwen2",     "tiny-qwen3",
-          "tiny-qwen3moe", "tiny-gemma3",   "tiny-qwen35",  "tiny-qwen35moe", "tiny-lfm2"};
+  return {"qwen3-0.6b",      "qwen3-1.7b",    "qwen2.5-0.5b", "llama-3.2-1b", "smollm2-135m",
+          "qwen3-30b-a3b",   "qwen3moe-mini", "gemma-3-1b",   "gemma-3-4b",   "qwen3.5-0.8b",
+          "qwen3.5moe-mini", "qwen3.5-2b",    "lfm2-1.2b",    "tiny-llama",   "tiny-qwen2",
+          "tiny-qwen3",      "tiny-qwen3moe", "tiny-gemma3",  "tiny-qwen35",  "tiny-qwen35moe",
+          "tiny-lfm2"};
 }
 
 std::optional<SynthSpec> synth_preset(const std::string& name) {
