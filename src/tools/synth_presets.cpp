@@ -114,7 +114,7 @@ std::optional<SynthSpec> moe_preset(const std::string& name) {
   if (name == "qwen3.5moe-mini") {
     // A scaled hybrid MoE for benchmarks, not a released model: Qwen3.5-2B's backbone (24
     // layers, 3 Gated DeltaNet : 1 gated attention) with fine-grained experts in the manner of
-    // Qwen3.5-35B-A3B (routed top 8 + 1 shared, 512 wide), 64 per layer (~3.5 GB at Q8_0).
+    // Qwen3.5-35B-A3B (routed top 8 + 1 shared, 512 wide), 64 per layer (~5.8 GB at Q8_0).
     SynthSpec s = qwen35(Arch::Qwen35Moe, 2048, 24, 8, 2, 256, 0, 128, 16, 16, 262144);
     set_moe(s, 64, 8, 512, 512);
     return s;
