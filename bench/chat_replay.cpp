@@ -99,13 +99,15 @@ struct Finishes {
   }
 };
 
-// TTFT of one request for a prompt of token ids (max one generated token).
-double ttft_of(Engine& engine, Finishes& done, int64_t& submitted, std::vector<int32_t> prompt) {
+// TTFT of one request for a prompt of token ids (max one generated token, stored in *reply).
+double ttft_of(Engine& engine, Finishes& done, int64_t& submitted, std::vector<int32_t> prompt,
+               int32_t* reply = nullptr) {
   GenerationRequest r;
   r.prompt = std::move(prompt);
   r.max_tokens = 1;
   double ttft = 0;
   r.on_event = [&](const EngineEvent& e) {
+    if (e.kind == EngineEvent::Kind::Token && reply) *reply = e.token;
     if (e.kind != EngineEvent::Kind::Finished) return;
     ttft = e.stats.ttft_ms;
     done.add();
@@ -116,15 +118,21 @@ double ttft_of(Engine& engine, Finishes& done, int64_t& submitted, std::vector<i
 }
 
 // What prefilling `n` tokens costs on its own, after `depth` cached tokens (a random prompt of
-// `depth` tokens is computed first, then extended by `n`): the figure a turn's TTFT is set
-// against. Random ids from the middle of the vocabulary match no cached conversation.
+// `depth` tokens is computed first, then extended by its reply token and `n` more, as a chat
+// turn continues after the reply: a hybrid resumes from the reply's end snapshot, not from a
+// recomputed prefix): the figure a turn's TTFT is set against. Random ids from the middle of
+// the vocabulary match no cached conversation.
 double cold_prefill_ms(Engine& engine, Finishes& done, int64_t& submitted, int64_t n, int64_t depth,
                        int32_t n_vocab, std::mt19937& rng) {
   if (n <= 0) return 0;
   std::uniform_int_distribution<int32_t> id(n_vocab / 4, n_vocab / 2);
   std::vector<int32_t> prompt;
   for (int64_t i = 0; i < depth; ++i) prompt.push_back(id(rng));
-  if (depth > 0) ttft_of(engine, done, submitted, prompt);
+  if (depth > 0) {
+    int32_t reply = -1;
+    ttft_of(engine, done, submitted, prompt, &reply);
+    if (reply >= 0) prompt.push_back(reply);
+  }
   for (int64_t i = 0; i < n; ++i) prompt.push_back(id(rng));
   return ttft_of(engine, done, submitted, std::move(prompt));
 }
