@@ -101,6 +101,14 @@ double weight_bytes_per_token(const Model& m) {
   return n;
 }
 
+// The type of the FFN's weights, which hold most of a prefill's arithmetic: the dense gate, or
+// for an MoE model the routed experts' (the first layer's; a mixture's other types differ little).
+TensorType ffn_weight_type(const Model& m) {
+  const LayerWeights& L = m.weights().layers.front();
+  if (L.w_gate.data == nullptr && !L.gate_exps.empty()) return L.gate_exps.front().type;
+  return L.w_gate.type;
+}
+
 // Attention multiply-adds for n new tokens after `depth` cached ones.
 double attention_ops(const HParams& hp, int64_t depth, int64_t n) {
   double keys = 0;
@@ -165,8 +173,7 @@ int bench(const BenchOptions& o) {
              "", "", "", "");
   using Clock = std::chrono::steady_clock;
   // Prefill against the step of the FFN's weight type, which holds most of the arithmetic.
-  const double roof =
-      tools::compute_peak_for(peak, model.weights().layers.front().w_gate.type) / 1e9;
+  const double roof = tools::compute_peak_for(peak, ffn_weight_type(model)) / 1e9;
   for (int64_t depth : o.depth)
     for (int64_t blk : o.kv_block) {
       const int64_t max_need = depth +
