@@ -1,8 +1,9 @@
 // A private anonymous mapping, given back to the system whole on destruction. Pages are backed
 // on first touch. Two kinds:
 // - huge_pages: 2 MiB aligned and advised for transparent huge pages (a no-op where the kernel
-//   has them off), for data streamed in full every step (the repacked weights): one TLB entry
-//   per 2 MiB instead of per 4 KiB. The kernel's overcommit check applies, as for malloc.
+//   has them off), for data streamed in full every step (the repacked weights) or copied whole
+//   (the recurrent-state slots, megabytes each): one TLB entry and one page fault per 2 MiB
+//   instead of per 4 KiB. The kernel's overcommit check applies, as for malloc.
 // - lazy: address space only (MAP_NORESERVE), for a pool whose blocks are used on demand (the
 //   KV pool); 4 KiB pages, so that first use never stalls on huge-page compaction.
 #pragma once
