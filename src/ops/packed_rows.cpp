@@ -8,8 +8,8 @@
 namespace hearth::ops {
 
 bool packable(TensorType t) {
-  return t == TensorType::Q8_0 || t == TensorType::Q4_0 || t == TensorType::Q4_K ||
-         t == TensorType::Q6_K;
+  return t == TensorType::Q8_0 || t == TensorType::Q4_0 || t == TensorType::Q5_0 ||
+         t == TensorType::Q4_K || t == TensorType::Q6_K;
 }
 
 int64_t packed_block_cols(TensorType t) {
@@ -20,6 +20,8 @@ size_t packed_block_bytes(TensorType t) {
   switch (t) {
     case TensorType::Q4_0:
       return 8 * 2 + 8 * 16;
+    case TensorType::Q5_0:
+      return 8 * 2 + 8 * 16 + 8 * 4;
     case TensorType::Q4_K:
       return 8 * 2 * 2 + 8 * 8 + 4 * 8 * 2 + 8 * 128;
     case TensorType::Q6_K:
@@ -36,12 +38,22 @@ size_t packed_bytes(TensorType t, int64_t n_rows, int64_t n_cols) {
 
 namespace {
 
-// The 32 levels of one row's block (Q8_0 signed, Q4_0 as stored 0..15) and its scale bits.
+// The 32 levels of one row's block (Q8_0 signed, Q4_0 as stored 0..15, Q5_0 0..31) and its
+// scale bits.
 void levels(TensorType t, const uint8_t* blk, uint8_t* q, uint16_t& d) {
   if (t == TensorType::Q8_0) {
     const auto& b = *reinterpret_cast<const BlockQ8_0*>(blk);
     d = b.d;
     std::memcpy(q, b.qs, 32);
+  } else if (t == TensorType::Q5_0) {
+    const auto& b = *reinterpret_cast<const BlockQ5_0*>(blk);
+    d = b.d;
+    uint32_t qh;
+    std::memcpy(&qh, b.qh, 4);
+    for (int i = 0; i < 16; ++i) {
+      q[i] = static_cast<uint8_t>((b.qs[i] & 0x0F) | (((qh >> i) & 1) << 4));
+      q[i + 16] = static_cast<uint8_t>((b.qs[i] >> 4) | (((qh >> (i + 16)) & 1) << 4));
+    }
   } else {
     const auto& b = *reinterpret_cast<const BlockQ4_0*>(blk);
     d = b.d;
@@ -53,11 +65,22 @@ void levels(TensorType t, const uint8_t* blk, uint8_t* q, uint16_t& d) {
 }
 
 // Levels 0..15 of 32 elements into the 4 steps of 8 rows x 4 bytes at `lanes` (row r's lane
-// already chosen): low nibble element 8k + e, high nibble element 8k + 4 + e.
+// already chosen): low nibble element 8k + e, high nibble element 8k + 4 + e. Bits above the
+// nibble are dropped (Q5_0's fifth bit goes to put_fifth_bits).
 void put_nibble_steps(const uint8_t* q, uint8_t* lanes) {
   for (int k = 0; k < 4; ++k)
     for (int e = 0; e < 4; ++e)
-      lanes[32 * k + e] = static_cast<uint8_t>(q[8 * k + e] | (q[8 * k + 4 + e] << 4));
+      lanes[32 * k + e] = static_cast<uint8_t>((q[8 * k + e] & 0x0F) | (q[8 * k + 4 + e] << 4));
+}
+
+// Q5_0's fifth bits of 32 elements (levels 0..31) into row r's 4-byte lane: byte k holds step
+// k's, bit e for element 8k + e and bit 4 + e for element 8k + 4 + e (the nibble steps' order).
+void put_fifth_bits(const uint8_t* q, uint8_t* lane) {
+  for (int k = 0; k < 4; ++k) {
+    uint8_t bits = 0;
+    for (int e = 0; e < 8; ++e) bits = static_cast<uint8_t>(bits | ((q[8 * k + e] >> 4) << e));
+    lane[k] = bits;
+  }
 }
 
 // One row's Q4_K super-block into lane r of a packed group block.
@@ -106,9 +129,9 @@ void pack_q6_k(const uint8_t* src, int r, uint8_t* out) {
 void pack_rows(const MatrixView& w, uint8_t* dst) {
   if (!packable(w.type) || w.n_cols % packed_block_cols(w.type) != 0)
     fail("pack_rows: {} ({}) has no packed layout", w.name, type_name(w.type));
-  static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_K) == 144 &&
-                sizeof(BlockQ6_K) == 210);
-  const bool q4 = w.type == TensorType::Q4_0;
+  static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ4_0) == 18 && sizeof(BlockQ5_0) == 22 &&
+                sizeof(BlockQ4_K) == 144 && sizeof(BlockQ6_K) == 210);
+  const bool q4 = w.type == TensorType::Q4_0, q5 = w.type == TensorType::Q5_0;
   const size_t out_block = packed_block_bytes(w.type);
   const int64_t nb = w.n_cols / packed_block_cols(w.type), n_groups = (w.n_rows + 7) / 8;
   if (w.type == TensorType::Q4_K || w.type == TensorType::Q6_K) {
@@ -128,7 +151,8 @@ void pack_rows(const MatrixView& w, uint8_t* dst) {
       }
     return;
   }
-  const size_t in_block = q4 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0);
+  const size_t in_block =
+      q4 ? sizeof(BlockQ4_0) : (q5 ? sizeof(BlockQ5_0) : sizeof(BlockQ8_0));
   for (int64_t g = 0; g < n_groups; ++g) {
     for (int64_t b = 0; b < nb; ++b) {
       uint8_t* out = dst + static_cast<size_t>(g * nb + b) * out_block;
@@ -139,8 +163,9 @@ void pack_rows(const MatrixView& w, uint8_t* dst) {
         levels(w.type, w.row(8 * g + r) + static_cast<size_t>(b) * in_block, q, d);
         std::memcpy(out + 2 * r, &d, 2);
         uint8_t* lanes = out + 16 + 4 * r;
-        if (q4) {
+        if (q4 || q5) {
           put_nibble_steps(q, lanes);
+          if (q5) put_fifth_bits(q, out + 16 + 128 + 4 * r);
         } else {
           for (int k = 0; k < 8; ++k) std::memcpy(lanes + 32 * k, q + 4 * k, 4);
         }

@@ -1,4 +1,4 @@
-// Q8_0, Q4_0, Q4_K and Q6_K weights repacked for the AVX2 kernels: rows in groups of 8, interleaved
+// Q8_0, Q4_0, Q5_0, Q4_K and Q6_K weights repacked for the AVX2 kernels: rows in groups of 8, interleaved
 // so that each 32-bit lane of a vector holds one row. vpmaddubsw + vpmaddwd then leave each row's
 // dot product in its own lane, so a group's 8 results need no horizontal sums, and each block's
 // 8 scales are one 16-byte load. The copy replaces the file's layout for the matmul (the model
@@ -11,6 +11,9 @@
 //   Q8_0: int8  q[8][8][4]     q[k][r][e] = row 8g+r, element 32b + 4k + e
 //   Q4_0: uint8 q[4][8][4]     q[k][r][e] = element 32b + 8k + e (low nibble)
 //                                         | element 32b + 8k + 4 + e (high nibble), levels 0..15
+//   Q5_0: Q4_0's steps of the levels' low 4 bits, then
+//         uint8 h[8][4]        h[r][k]: fifth bits of step k, bit e for element 32b + 8k + e and
+//                              bit 4 + e for element 32b + 8k + 4 + e (levels 0..31)
 //
 // Q4_K, super-block b (elements 256b .. 256b+255) at (g * n_cols/256 + b) * 1184:
 //   uint16 d[8], dmin[8]       f16 super-scales of each row
@@ -36,7 +39,7 @@
 
 namespace hearth::ops {
 
-// Types with a packed layout (Q8_0, Q4_0, Q4_K, Q6_K).
+// Types with a packed layout (Q8_0, Q4_0, Q5_0, Q4_K, Q6_K).
 bool packable(TensorType t);
 
 // Columns of one packed block: 32, or 256 for the K-quants.

@@ -61,6 +61,7 @@ double compute_peak_for(const ComputePeak& peak, TensorType w) {
     case TensorType::Q8_0:
       return peak.s8s8_vnni > 0 ? peak.s8s8_vnni : peak.s8s8;
     case TensorType::Q4_0:
+    case TensorType::Q5_0:
     case TensorType::Q4_K:
     case TensorType::Q6_K:
       return peak.u8s8_vnni > 0 ? peak.u8s8_vnni : peak.u8s8;

@@ -878,7 +878,10 @@ bool rows_avx2(const MatrixView& w, const Acts& x, float* y, int64_t y_stride, i
       drive<KPaired<WQ4_1, LEG_Q4_1>>(c, r0, r1);
       return true;
     case TensorType::Q5_0:
-      drive<KPaired<WQ5_0, LEG_Q5_0>>(c, r0, r1);
+      if (w.packed)
+        drive_packed<PQ5<DotAvx2>>(c, r0, r1);
+      else
+        drive<KPaired<WQ5_0, LEG_Q5_0>>(c, r0, r1);
       return true;
     case TensorType::Q5_1:
       drive<KPaired<WQ5_1, LEG_Q5_1>>(c, r0, r1);

@@ -151,6 +151,50 @@ struct PQ4 : OneScalePerBlock<PQ4<D>> {
   }
 };
 
+// Q5_0: Q4_0's nibble steps, with each step's fifth bits (row r's byte k of the 32 bytes after
+// them) turned into 16s and or-ed into the levels (0..31) before the products. Pair sums of
+// levels up to 31 would overflow Q4_0's int16 sums over 8 steps, so every step widens (D::dot4:
+// vpmaddubsw pairs <= 2 · 31 · 128 < 2^15, then vpmaddwd; or one vpdpbusd).
+// I_b = Σ q·a − 16·S_b, exact.
+template <class D>
+struct PQ5 : OneScalePerBlock<PQ5<D>> {
+  static constexpr size_t kBlock = 16 + 128 + 32;
+  static constexpr int kTP = 4;  // 4 int + 4 float accumulators + the bit-expansion constants
+  template <int T>
+  static MM_INLINE void block(const uint8_t* p, const TileActs<T>& xa, int64_t b, __m256i* is) {
+    const __m256i h = loadu256(p + 16 + 128);
+    const __m256i m4 = _mm256_set1_epi8(0x0F), sixteen = _mm256_set1_epi8(0x10);
+    const __m256i bit_lo = _mm256_set1_epi32(0x08040201);
+    const __m256i bit_hi = _mm256_set1_epi32(static_cast<int>(0x80402010u));
+    // Byte k of each 32-bit lane, copied to all four of its bytes (vpshufb works per 128 bits).
+    const __m256i lane_k0 = _mm256_setr_epi8(0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12, 0,
+                                             0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12);
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j) is[j] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      const __m256i v = loadu256(p + 16 + 32 * k);
+      const __m256i hk = _mm256_shuffle_epi8(h, _mm256_add_epi8(lane_k0, _mm256_set1_epi8(
+                                                                               static_cast<char>(k))));
+      const __m256i five_lo =
+          _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hk, bit_lo), bit_lo), sixteen);
+      const __m256i five_hi =
+          _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hk, bit_hi), bit_hi), sixteen);
+      const __m256i lo = _mm256_or_si256(_mm256_and_si256(v, m4), five_lo);
+      const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), five_hi);
+#pragma GCC unroll 8
+      for (int j = 0; j < T; ++j) {
+        const uint8_t* a = reinterpret_cast<const uint8_t*>(xa.q[j]) + 32 * b + 8 * k;
+        is[j] = D::dot4(D::dot4(is[j], lo, _mm256_set1_epi32(static_cast<int>(ld32(a)))), hi,
+                        _mm256_set1_epi32(static_cast<int>(ld32(a + 4))));
+      }
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j)
+      is[j] = _mm256_sub_epi32(is[j], _mm256_set1_epi32(16 * static_cast<int>(xa.s[j][b])));
+  }
+};
+
 // Q4_K, one super-block (8 sub-blocks of 32) of 8 rows. Each sub-block's int16 pair sums are
 // built as Q4_0's (levels 0..15 into vpmaddubsw, 4 steps: < 2^15), then one vpmaddwd against the
 // row's 6-bit scale in both int16 halves gives sc_j · I_j per row lane, summed over j in int32

@@ -32,6 +32,9 @@ bool rows_avxvnni(const MatrixView& w, const Acts& x, float* y, int64_t y_stride
     case TensorType::Q4_0:
       drive_packed<PQ4<DotVnni>>(c, r0, r1);
       return true;
+    case TensorType::Q5_0:
+      drive_packed<PQ5<DotVnni>>(c, r0, r1);
+      return true;
     case TensorType::Q4_K:
       drive_packed<PQ4K<DotVnni>>(c, r0, r1);
       return true;
