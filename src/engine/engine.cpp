@@ -43,8 +43,9 @@ struct Engine::Sequence {
   bool cancelled = false;
   int64_t admitted = 0;  // admission order (preemption picks the newest)
 
-  Sequence(GenerationRequest r, const Tokenizer& t, const VocabAccess& v)
-      : req(std::move(r)), out(req, t, v) {}
+  Sequence(GenerationRequest r, const Tokenizer& t, const VocabAccess& v,
+           std::shared_ptr<const TokenTrie> trie)
+      : req(std::move(r)), out(req, t, v, std::move(trie)) {}
   void emit(EngineEvent e) const {
     e.request_id = id;
     if (req.on_event) req.on_event(e);
@@ -165,6 +166,7 @@ Engine::Engine(const Model& model, const Tokenizer& tokenizer, EngineOptions opt
       vocab_access_{static_cast<int32_t>(model.hparams().n_vocab),
                     [this](int32_t id) { return tok_.token_to_piece(id, true); },
                     [this](std::string_view text) { return tok_.encode(text, false, false); }},
+      grammar_trie_(tokenizer, model.hparams().n_vocab),
       opt_(options),
       sched_(options.step_tokens, options.max_running, StepCost(model.hparams())),
       fwd_(model, pool),
@@ -214,7 +216,8 @@ SubmitResult Engine::submit(GenerationRequest request) {
   if (!request.sampling) request.sampling = plain_sampling(request);
   std::unique_ptr<Sequence> s;
   try {
-    s = std::make_unique<Sequence>(std::move(request), tok_, vocab_access_);
+    std::shared_ptr<const TokenTrie> trie = request.grammar ? grammar_trie_.get() : nullptr;
+    s = std::make_unique<Sequence>(std::move(request), tok_, vocab_access_, std::move(trie));
   } catch (const Error& e) {
     return {-1, e.what()};
   }
@@ -570,7 +573,13 @@ void Engine::consume(const std::vector<Row>& rows, const std::vector<SeqBatch>& 
 // Samples, emits and appends the sequence's next token; true when that finished it.
 bool Engine::sample(Sequence& s, std::span<const float> l) {
   if (s.req.on_logits) s.req.on_logits(l);
-  TokenOutput t = s.out.next(l, s.tokens);
+  TokenOutput t;
+  try {
+    t = s.out.next(l, s.tokens);
+  } catch (const Error& e) {  // a grammar that cannot go on: the reply ends, saying why
+    finish(s, FinishReason::Error, e.what());
+    return true;
+  }
   if (s.stats.generated_tokens == 0) {
     s.first_token = Clock::now();
     s.stats.ttft_ms =

@@ -1,21 +1,29 @@
 #include "engine/output.h"
 
+#include "util/error.h"
+
 namespace hearth {
 
 SequenceOutput::SequenceOutput(const GenerationRequest& request, const Tokenizer& tok,
-                               const VocabAccess& vocab)
+                               const VocabAccess& vocab, std::shared_ptr<const TokenTrie> trie)
     : tok_(tok),
       sampler_(*request.sampling, vocab),
       detok_(tok.streaming_detokenizer()),
       stops_(request.stop),
       stop_at_eog_(request.stop_at_eog),
-      logprobs_(request.sampling->n_probs > 0) {}
+      logprobs_(request.sampling->n_probs > 0) {
+  if (request.grammar) {
+    if (!trie) fail("a grammar needs the vocabulary's token trie");
+    grammar_.emplace(request.grammar, std::move(trie));
+  }
+}
 
 TokenOutput SequenceOutput::next(std::span<const float> logits, std::span<const int32_t> tokens) {
   if (generated_ == 0) sampler_.set_history(tokens);
-  const SampleResult r = sampler_.sample(logits);
+  const SampleResult r = grammar_ ? grammar_->sample(sampler_, logits) : sampler_.sample(logits);
   const int32_t id = r.token;
   sampler_.accept(id);
+  if (grammar_) grammar_->accept(id);
   ++generated_;
   TokenOutput out;
   const bool eog = stop_at_eog_ && tok_.is_eog(id);

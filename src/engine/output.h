@@ -7,11 +7,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
 #include "engine/request.h"
 #include "engine/stop_matcher.h"
+#include "sampling/grammar_constraint.h"
 #include "sampling/sampler.h"
 #include "sampling/vocab_access.h"
 #include "tokenizer/detokenizer.h"
@@ -33,11 +36,14 @@ struct TokenOutput {
 class SequenceOutput {
  public:
   // `request.sampling` must be set; its parameters are validated (Error naming the parameter).
-  // `tok` must outlive this object.
-  SequenceOutput(const GenerationRequest& request, const Tokenizer& tok, const VocabAccess& vocab);
+  // `tok` must outlive this object. `trie` (the vocabulary's pieces) is needed only when the
+  // request has a grammar.
+  SequenceOutput(const GenerationRequest& request, const Tokenizer& tok, const VocabAccess& vocab,
+                 std::shared_ptr<const TokenTrie> trie = nullptr);
 
   // Samples the next token from one logits row of the sequence whose tokens so far (prompt and
-  // generated) are `tokens`: the prompt counts for penalties from the first token on.
+  // generated) are `tokens`: the prompt counts for penalties from the first token on. Throws
+  // hearth::Error when the request's grammar cannot be continued.
   TokenOutput next(std::span<const float> logits, std::span<const int32_t> tokens);
 
   // End of generation, first step: the bytes the detokenizer still held (an incomplete
@@ -51,6 +57,7 @@ class SequenceOutput {
  private:
   const Tokenizer& tok_;
   Sampler sampler_;
+  std::optional<GrammarConstraint> grammar_;
   StreamingDetokenizer detok_;
   StopMatcher stops_;
   bool stop_at_eog_;

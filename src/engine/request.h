@@ -3,12 +3,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "sampling/grammar.h"
 #include "sampling/params.h"
 
 namespace hearth {
@@ -79,6 +81,9 @@ struct GenerationRequest {
   bool stop_at_eog = true;        // end on the vocabulary's end-of-generation tokens
   std::vector<std::string> stop;  // stop strings (matched across token boundaries; not emitted)
   int32_t n_probs = 0;  // (without `sampling`) report the chosen token's logprob and the top n
+  // Constrained decoding: when set, every generated token continues a match of this grammar and
+  // the reply ends only where the grammar may (sampling/grammar_constraint.h).
+  std::shared_ptr<const Grammar> grammar;
   // Called on the engine's thread; must not block for long.
   std::function<void(const EngineEvent&)> on_event;
   // Tests and evaluation: the logits row each generated token is sampled from.
