@@ -36,15 +36,24 @@
 // contains, multipleOf, minProperties / maxProperties, patternProperties, propertyNames,
 // dependentRequired / dependentSchemas, not, if / then / else, number bounds other than the
 // sign, pattern together with minLength / maxLength (the pattern alone is applied), duplicate
-// extra keys (two additional members with the same key). Subsets (the grammar admits fewer):
-// the fixed member order, canonical const / enum / key spellings, an unanchored pattern
-// matched as a whole, a schema without "type" restricted to the types its keywords imply,
-// integers written without a fraction or exponent (1.0 is an integer to JSON Schema).
+// extra keys (two additional members with the same key), a surrogate pair escape counted as
+// two characters by minLength. Subsets (the grammar admits fewer): the fixed member order,
+// canonical const / enum / key spellings, an unanchored pattern matched as a whole (and its
+// characters written raw or with their canonical escape), a schema without "type" restricted
+// to the types its keywords imply, integers written without a fraction or exponent (1.0 is an
+// integer to JSON Schema) and, within bounds, without "-0"; the formats' RFC 3339 variants
+// ("t", " ", leap seconds).
+//
+// Not supported (errors): remote or anchor references; a schema that reaches itself through
+// allOf parts or a $ref beside other keywords alone (those parts are expanded in place, so
+// such a cycle ends in the depth error; a cycle through a property or an item is a rule);
+// repetition counts above 10000; listed property names longer than 1000 characters beside
+// extra members.
 //
 // Errors: hearth::Error "<JSON pointer of the offending keyword>: <what>", e.g.
 // "/properties/age/minimum: must be a number": a keyword of the wrong type, an unknown or
 // remote $ref, an unsupported pattern, minItems > maxItems (or any empty range), schemas
-// nested deeper than 64, a grammar of more than 10000 rules.
+// nested deeper than 64 (or a document deeper than 256), a grammar of more than 10000 rules.
 #pragma once
 
 #include <nlohmann/json.hpp>

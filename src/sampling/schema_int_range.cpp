@@ -57,39 +57,57 @@ std::string join(const std::vector<std::string>& parts, std::string_view sep) {
   return out;
 }
 
-std::string digit_class(char lo, char hi) {
-  return lo == hi ? literal(std::string(1, lo)) : fmt::format("[{}-{}]", lo, hi);
-}
-
 std::string any_digits(size_t n) {
   if (n == 0) return "";
   return n == 1 ? "[0-9]" : fmt::format("[0-9]{{{}}}", n);
 }
 
-// The digit strings of x's length from x to y (x <= y, same length): a shared prefix, then at
-// the first differing position x's digit followed by anything >= x's rest, the digits strictly
-// between followed by anything, and y's digit followed by anything <= y's rest.
+// Fixed digits, then one digit in [lo, hi], then n free digits: "12" [3-9] [0-9]{2}.
+std::string digits_then(std::string fixed, char lo, char hi, size_t n) {
+  std::string cls;
+  if (lo == hi) {
+    fixed.push_back(lo);
+  } else {
+    cls = fmt::format("[{}-{}]", lo, hi);
+  }
+  return join({fixed.empty() ? "" : literal(fixed), cls, any_digits(n)}, " ");
+}
+
+// The digit strings of rest's length that are >= rest (up) or <= rest (!up), each after
+// `head`: at each position, rest's digits so far and then a larger (smaller) digit, free
+// digits after; the last position also admits its own digit. A flat list of alternatives,
+// without nesting: engines bound the depth of parentheses, and numbers can have 300 digits.
+void one_side(const std::string& head, std::string_view rest, bool up,
+              std::vector<std::string>& alts) {
+  const size_t m = rest.size();
+  for (size_t i = 0; i < m; ++i) {
+    const char d = rest[i];
+    const bool last = i + 1 == m;
+    const char lo = up ? static_cast<char>(last ? d : d + 1) : '0';
+    const char hi = up ? '9' : static_cast<char>(last ? d : d - 1);
+    if (lo <= hi)
+      alts.push_back(digits_then(head + std::string(rest.substr(0, i)), lo, hi, m - i - 1));
+  }
+}
+
+// The digit strings of x's length from x to y (x <= y, same length): after their common
+// prefix, x's digit followed by anything >= x's rest, the digits strictly between followed by
+// anything, and y's digit followed by anything <= y's rest (a side whose rest is all 0s / 9s
+// joins the middle).
 std::string same_length_range(std::string_view x, std::string_view y) {
   size_t p = 0;
   while (p < x.size() && x[p] == y[p]) ++p;
-  const std::string prefix = p > 0 ? literal(x.substr(0, p)) : "";
-  if (p == x.size()) return prefix;
+  const std::string head(x.substr(0, p));
+  if (p == x.size()) return literal(head);
   const std::string_view rx = x.substr(p + 1), ry = y.substr(p + 1);
-  const size_t n = rx.size();
   const bool x_low = all_of(rx, '0'), y_high = all_of(ry, '9');
   const char full_lo = x_low ? x[p] : static_cast<char>(x[p] + 1);
   const char full_hi = y_high ? y[p] : static_cast<char>(y[p] - 1);
   std::vector<std::string> alts;
-  if (!x_low)
-    alts.push_back(
-        join({digit_class(x[p], x[p]), atom(same_length_range(rx, std::string(n, '9')))}, " "));
-  if (full_lo <= full_hi) alts.push_back(join({digit_class(full_lo, full_hi), any_digits(n)}, " "));
-  if (!y_high)
-    alts.push_back(
-        join({digit_class(y[p], y[p]), atom(same_length_range(std::string(n, '0'), ry))}, " "));
-  const std::string body = join(alts, " | ");
-  // Alternatives after a prefix need parentheses; alone, callers add them where needed.
-  return join({prefix, alts.size() > 1 && !prefix.empty() ? "(" + body + ")" : body}, " ");
+  if (!x_low) one_side(head + x[p], rx, true, alts);
+  if (full_lo <= full_hi) alts.push_back(digits_then(head, full_lo, full_hi, rx.size()));
+  if (!y_high) one_side(head + y[p], ry, false, alts);
+  return join(alts, " | ");
 }
 
 // The magnitudes (no leading zeros) from a to b, b absent: no upper bound.

@@ -11,7 +11,7 @@
 namespace hearth::gbnf {
 namespace {
 
-constexpr int kMaxGroupDepth = 64;
+constexpr int kMaxGroupDepth = 20;  // each can cost two levels of parentheses in the grammar
 
 // One parsed element: its GBNF text ("" for one that matches only the empty string) and, for a
 // single character, its JSON spelling, so that runs of characters become one literal.
@@ -205,7 +205,7 @@ Atom RegexParser::group() {
       error("lookaround and inline flags");
     }
   }
-  if (++depth_ > kMaxGroupDepth) error("groups nested deeper than 64");
+  if (++depth_ > kMaxGroupDepth) error("groups nested deeper than 20");
   std::string inner = alternation(false);
   --depth_;
   if (at_end() || peek() != ')') error("missing ')'");

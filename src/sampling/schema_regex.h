@@ -7,7 +7,8 @@
 //
 // The pattern must match the whole string (as if written ^(...)$): JSON Schema searches for a
 // match anywhere, so for an unanchored pattern the grammar admits a subset of the valid strings.
-// Anything else (backreferences, lookaround, \b, \p{..}, flags, a bare `{`) is a hearth::Error.
+// Anything else (backreferences, lookaround, \b, \p{..}, flags, a bare `{`, groups nested
+// deeper than 20, counts above 10000) is a hearth::Error.
 #pragma once
 
 #include <string>

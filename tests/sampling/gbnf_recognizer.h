@@ -7,7 +7,8 @@
 // * + ? {m} {m,} {m,n}, # comments) and decides whether a whole input, decoded from UTF-8 into
 // code points (as llama.cpp's engine matches), derives from `root`. Matching is a memoized
 // search over (rule, position) → the set of end positions, so ambiguity costs nothing; left
-// recursion is reported as an error (std::runtime_error), as are undefined or duplicate rules.
+// recursion is reported as an error (std::runtime_error), as are undefined or duplicate rules,
+// escapes llama.cpp's parser does not know, and groups nested deeper than 64.
 #pragma once
 
 #include <cstdint>
@@ -186,9 +187,7 @@ class GbnfRecognizer {
       case '\\':
       case '"':
       case '[':
-      case ']':
-      case '-':
-      case '^':
+      case ']':  // no \- or \^: llama.cpp's parser rejects them
         return static_cast<uint32_t>(e);
       default:
         error(std::string("unknown escape \\") + e);
@@ -225,8 +224,11 @@ class GbnfRecognizer {
     }
     if (c == '(') {
       ++pos_;
+      // The engines bound the nesting of groups (hearth's grammar parser at 64).
+      if (++depth_ > kMaxNesting) error("groups nested deeper than 64");
       skip_space(true);
       Node group = parse_alternates(true);
+      --depth_;
       skip_space(true);
       if (peek() != ')') error("expected )");
       ++pos_;
@@ -379,8 +381,11 @@ class GbnfRecognizer {
     return out;
   }
 
+  static constexpr int kMaxNesting = 64;
+
   std::string_view src_;
   size_t pos_ = 0;
+  int depth_ = 0;
   std::vector<Node> rules_;
   std::vector<bool> defined_;
   std::map<std::string, size_t> index_;

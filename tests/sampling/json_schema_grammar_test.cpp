@@ -374,6 +374,11 @@ TEST(JsonSchemaIntegers, HugeBounds) {
                   {"9007199254740992", "-9007199254740993", "0"});
   expect_language(json::parse(R"({"type":"integer","maximum":18446744073709551615,"minimum":0})"),
                   {"18446744073709551615", "0"}, {"18446744073709551616", "-1"});
+  // 100-digit bounds: flat alternatives, not parentheses nested once per digit.
+  const std::string e100 = "1" + std::string(100, '0');
+  expect_language(json::parse(R"({"type":"integer","minimum":1e100,"maximum":3.5e101})"),
+                  {e100, e100 + "1", "349" + std::string(99, '9'), "35" + std::string(100, '0')},
+                  {std::string(100, '9'), "35" + std::string(99, '0') + "1", e100 + "00"});
   expect_language(json::parse(R"({"type":"integer","minimum":1e30})"),
                   {"1000000000000000000000000000000", "1000000000000000000000000000001"},
                   {"999999999999999999999999999999", "1"});
@@ -460,6 +465,16 @@ TEST(JsonSchemaRefs, RecursiveDefinitions) {
                       "v":{"type":"integer"}},"required":["v"],"additionalProperties":false})"),
                   {R"({"v":1})", R"({"v":1,"next":{"v":2,"next":{"v":3}}})"},
                   {R"({"v":1,"next":{}})", R"({"v":1,"next":null})"});
+  // Recursion through an allOf part: the part is expanded in place, the reference inside its
+  // items becomes the rule.
+  expect_language(json::parse(R"({"$defs":{
+        "base":{"type":"object",
+                "properties":{"kids":{"type":"array","items":{"$ref":"#/$defs/derived"}}}},
+        "derived":{"allOf":[{"$ref":"#/$defs/base"},
+                            {"properties":{"x":{"type":"integer"}},"required":["x"]}]}},
+        "$ref":"#/$defs/derived"})"),
+                  {R"({"x":1})", R"({"x":1,"kids":[{"x":2,"kids":[]}]})"},
+                  {R"({"x":1,"kids":[{}]})", R"({"kids":[]})"});
   // Mutual recursion through arrays.
   expect_language(json::parse(R"({"$defs":{"a":{"type":"array","items":{"$ref":"#/$defs/b"}},
                       "b":{"anyOf":[{"type":"null"},{"$ref":"#/$defs/a"}]}},"$ref":"#/$defs/a"})"),
@@ -513,6 +528,8 @@ TEST(JsonSchemaErrors, Refs) {
 }
 
 TEST(JsonSchemaErrors, Patterns) {
+  expect_error(json{{"pattern", std::string(21, '(') + "a" + std::string(21, ')')}}, "/pattern",
+               "nested deeper than 20");
   for (const char* bad : {"(?=x)", "a\\1", "a{", "\\bfoo", "[]", "a**", "(a", "a)", "\\p{L}", "a^b",
                           "a$b", "[z-a]", "\\q", "x{3,2}", "x{10001}"})
     expect_error(json{{"type", "string"}, {"pattern", bad}}, "/pattern", "pattern");
