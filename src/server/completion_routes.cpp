@@ -189,6 +189,7 @@ Server::Impl::Submitted Server::Impl::submit(Api api, const json& body, const Pa
   set_context_rule(req, pr.max_tokens, model.n_ctx);
   req.stop = pr.stop;
   req.stop_at_eog = !pr.ignore_eos;
+  req.grammar = pr.grammar;
   apply_sampling(body, pr, vocab, req);
   Submitted g;
   g.channel = std::make_shared<EventChannel>();

@@ -60,4 +60,40 @@ std::optional<int64_t> get_int(const json& obj, const char* key) {
   wrong_type(key, "an integer", *v);
 }
 
+namespace {
+
+// OpenAI's rule for function and schema names.
+bool valid_name(const std::string& s) {
+  if (s.empty() || s.size() > 64) return false;
+  for (char c : s)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+          c == '-'))
+      return false;
+  return true;
+}
+
+}  // namespace
+
+const nlohmann::json& required(const nlohmann::json& obj, const char* key, const std::string& param) {
+  const json* v = field(obj, key);
+  if (!v) bad_param(param, fmt::format("'{}' is required", param), "missing_required_parameter");
+  return *v;
+}
+
+const nlohmann::json& required_object(const nlohmann::json& obj, const char* key, const std::string& param) {
+  const nlohmann::json& v = required(obj, key, param);
+  if (!v.is_object()) wrong_type(param, "an object", v);
+  return v;
+}
+
+std::string required_name(const nlohmann::json& obj, const std::string& param) {
+  const nlohmann::json& v = required(obj, "name", param);
+  if (!v.is_string()) wrong_type(param, "a string", v);
+  const std::string name = v.get<std::string>();
+  if (!valid_name(name))
+    bad_param(param, fmt::format("'{}' must be 1 to 64 letters, digits, '_' or '-', got '{}'",
+                                 param, name.substr(0, 80)));
+  return name;
+}
+
 }  // namespace hearth::server

@@ -26,4 +26,13 @@ std::optional<double> get_number(const nlohmann::json& obj, const char* key);
 // Integers; a float with an integral value (2.0) is accepted as JavaScript clients send them.
 std::optional<int64_t> get_int(const nlohmann::json& obj, const char* key);
 
+// Required members (400 missing_required_parameter naming `param`), of a type.
+const nlohmann::json& required(const nlohmann::json& obj, const char* key,
+                               const std::string& param);
+const nlohmann::json& required_object(const nlohmann::json& obj, const char* key,
+                                      const std::string& param);
+// obj["name"]: a string of 1 to 64 letters, digits, '_' or '-' (OpenAI's rule for function
+// and schema names).
+std::string required_name(const nlohmann::json& obj, const std::string& param);
+
 }  // namespace hearth::server

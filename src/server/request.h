@@ -6,11 +6,13 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/request.h"
+#include "sampling/grammar.h"
 #include "sampling/vocab_access.h"
 
 namespace hearth::server {
@@ -58,6 +60,9 @@ struct ParsedRequest {
   std::vector<int32_t> prompt_tokens;
   bool prompt_is_tokens = false;
   bool echo = false;
+
+  // The reply's required shape (response_format, json_schema or grammar); null: free text.
+  std::shared_ptr<const Grammar> grammar;
 
   std::optional<int64_t> max_tokens;  // max_tokens / max_completion_tokens / n_predict
   std::vector<std::string> stop;

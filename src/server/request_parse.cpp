@@ -6,6 +6,7 @@
 
 #include "server/api_error.h"
 #include "server/json_fields.h"
+#include "server/output_format.h"
 #include "server/request.h"
 #include "server/sampler_params_json.h"
 #include "server/tool_params.h"
@@ -57,7 +58,6 @@ void refuse_unsupported(const json& b) {
   if (auto n = get_int(b, "best_of"); n && *n != 1)
     throw ApiError(400, "only best_of=1 is supported", "invalid_request_error", "best_of",
                    "unsupported_parameter");
-  check_response_format(b);
 }
 
 // Sampler fields under both vocabularies (OpenAI's and llama-server's).
@@ -98,6 +98,7 @@ void parse_common(const json& b, ParsedRequest& r) {
     if (auto v = get_bool(*so, "include_usage")) r.include_usage = *v;
   }
   r.stop = parse_stop(b);
+  r.grammar = parse_output_format(b);
   if (auto v = get_bool(b, "ignore_eos")) r.ignore_eos = *v;
   if (auto v = get_bool(b, "cache_prompt")) r.cache_prompt = *v;
   if (auto v = get_int(b, "id_slot"))

@@ -14,38 +14,6 @@ using nlohmann::json;
 
 namespace {
 
-// OpenAI's rule for function and schema names.
-bool valid_name(const std::string& s) {
-  if (s.empty() || s.size() > 64) return false;
-  for (char c : s)
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-          c == '-'))
-      return false;
-  return true;
-}
-
-const json& required(const json& obj, const char* key, const std::string& param) {
-  const json* v = field(obj, key);
-  if (!v) bad_param(param, fmt::format("'{}' is required", param), "missing_required_parameter");
-  return *v;
-}
-
-const json& required_object(const json& obj, const char* key, const std::string& param) {
-  const json& v = required(obj, key, param);
-  if (!v.is_object()) wrong_type(param, "an object", v);
-  return v;
-}
-
-std::string required_name(const json& obj, const std::string& param) {
-  const json& v = required(obj, "name", param);
-  if (!v.is_string()) wrong_type(param, "a string", v);
-  const std::string name = v.get<std::string>();
-  if (!valid_name(name))
-    bad_param(param, fmt::format("'{}' must be 1 to 64 letters, digits, '_' or '-', got '{}'",
-                                 param, name.substr(0, 80)));
-  return name;
-}
-
 void optional_object(const json& obj, const char* key, const std::string& param) {
   if (const json* v = field(obj, key); v && !v->is_object()) wrong_type(param, "an object", *v);
 }
@@ -107,31 +75,6 @@ void check_tools(const json& body) {
   if (const json* tools = field(body, "tools")) names = check_tool_list(*tools);
   if (const json* choice = field(body, "tool_choice")) check_tool_choice(*choice, names);
   get_bool(body, "parallel_tool_calls");
-}
-
-void check_response_format(const json& body) {
-  const json* v = field(body, "response_format");
-  if (!v) return;
-  if (!v->is_object()) wrong_type("response_format", "an object", *v);
-  const json& t = required(*v, "type", "response_format.type");
-  if (!t.is_string()) wrong_type("response_format.type", "a string", t);
-  const std::string type = t.get<std::string>();
-  if (type == "json_schema") {
-    const json& s = required_object(*v, "json_schema", "response_format.json_schema");
-    required_name(s, "response_format.json_schema.name");
-    get_string(s, "description", "response_format.json_schema.description");
-    required_object(s, "schema", "response_format.json_schema.schema");
-    get_bool(s, "strict", "response_format.json_schema.strict");
-  } else if (type != "text" && type != "json_object") {
-    bad_param("response_format.type",
-              fmt::format("unknown response_format type '{}' (text, json_object, json_schema)",
-                          type.substr(0, 80)));
-  }
-  // Well formed; constrained output is not implemented, so only plain text is served.
-  if (type != "text")
-    throw ApiError(400,
-                   fmt::format("response_format type '{}' is not supported (only 'text')", type),
-                   "invalid_request_error", "response_format", "unsupported_parameter");
 }
 
 }  // namespace hearth::server

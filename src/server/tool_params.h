@@ -1,4 +1,4 @@
-// Validation of the tool-calling and output-format fields of a request: the shapes OpenAI
+// Validation of the tool-calling fields of a request: the shapes OpenAI
 // documents, refused with a 400 naming the exact parameter ("tools[0].function.name") rather
 // than passed to a chat template that would ignore or choke on them.
 #pragma once
@@ -9,7 +9,5 @@ namespace hearth::server {
 
 // tools, tool_choice, parallel_tool_calls (chat completions).
 void check_tools(const nlohmann::json& body);
-// response_format: text, json_object or json_schema by shape; only text is supported.
-void check_response_format(const nlohmann::json& body);
 
 }  // namespace hearth::server
