@@ -1,16 +1,21 @@
-// `hearth run -m MODEL -p PROMPT -n N [sampler options]`: one completion, streamed to
-// stdout. Statistics go to stderr so stdout is exactly the generated text.
+// `hearth run -m MODEL -p PROMPT -n N [sampler options] [--grammar-file F | --json-schema S]`:
+// one completion, streamed to stdout. Statistics go to stderr so stdout is exactly the
+// generated text.
 #include <unistd.h>
 
 #include <chrono>
+#include <memory>
 #include <cstdio>
 #include <random>
 
 #include "cli/commands.h"
 #include "cli/runtime.h"
 #include "cli/sampler_options.h"
+#include "engine/grammar_vocab.h"
 #include "engine/output.h"
 #include "model/reference_forward.h"
+#include "sampling/grammar.h"
+#include "sampling/json_schema_grammar.h"
 #include "util/error.h"
 #include "util/system.h"
 
@@ -30,12 +35,45 @@ struct RunOptions {
   std::string kv_type = "f16";
   bool reference = false;
   std::string kv_mem;
+  std::string grammar_file;  // GBNF
+  std::string json_schema;   // JSON text, or @FILE
 };
 
 void write_out(const std::string& s) {
   if (s.empty()) return;
   std::fwrite(s.data(), 1, s.size(), stdout);
   std::fflush(stdout);
+}
+
+std::string read_whole_file(const std::string& path, const char* what) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) fail("{}: cannot open {}", path, what);
+  std::string text;
+  char buf[65536];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+  std::fclose(f);
+  return text;
+}
+
+// --grammar-file or --json-schema: the grammar every generated token must continue, or null.
+std::shared_ptr<const Grammar> run_grammar(const RunOptions& o) {
+  if (!o.grammar_file.empty() && !o.json_schema.empty())
+    fail("--grammar-file and --json-schema both constrain the output; give one");
+  std::string gbnf;
+  if (!o.grammar_file.empty()) {
+    gbnf = read_whole_file(o.grammar_file, "the grammar file");
+  } else if (!o.json_schema.empty()) {
+    const std::string text = o.json_schema.front() == '@'
+                                 ? read_whole_file(o.json_schema.substr(1), "the JSON Schema file")
+                                 : o.json_schema;
+    const nlohmann::json schema = nlohmann::json::parse(text, nullptr, false);
+    if (schema.is_discarded()) fail("--json-schema: not valid JSON");
+    gbnf = json_schema_to_gbnf(schema);
+  } else {
+    return nullptr;
+  }
+  return std::make_shared<const Grammar>(Grammar::parse(gbnf));
 }
 
 int run(const RunOptions& o) {
@@ -46,15 +84,8 @@ int run(const RunOptions& o) {
   const HParams& hp = rt.hparams();
 
   std::string prompt = o.prompt;
-  if (!o.prompt_file.empty()) {
-    std::FILE* f = std::fopen(o.prompt_file.c_str(), "rb");
-    if (!f) fail("{}: cannot open prompt file", o.prompt_file);
-    char buf[65536];
-    size_t n;
-    prompt.clear();
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) prompt.append(buf, n);
-    std::fclose(f);
-  }
+  if (!o.prompt_file.empty()) prompt = read_whole_file(o.prompt_file, "the prompt file");
+  const std::shared_ptr<const Grammar> grammar = run_grammar(o);
   std::vector<int32_t> ids = tok.encode(prompt, /*add_special=*/true, /*parse_special=*/true);
   if (ids.empty())
     fail("the prompt is empty and this vocabulary adds no BOS token: nothing to condition on");
@@ -84,7 +115,8 @@ int run(const RunOptions& o) {
     // prints every token it generates.
     GenerationRequest req;
     req.sampling = sampling;
-    SequenceOutput out(req, tok, vocab);
+    req.grammar = grammar;
+    SequenceOutput out(req, tok, vocab, grammar ? build_token_trie(tok, hp.n_vocab) : nullptr);
     std::vector<float> logits = fwd.eval(ids);
     ttft_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_start).count();
     while (n_gen < o.n_predict) {
@@ -117,6 +149,7 @@ int run(const RunOptions& o) {
     req.sampling = sampling;
     req.stop = o.stop;
     req.max_tokens = o.n_predict;
+    req.grammar = grammar;
     req.on_event = [&](const EngineEvent& e) {
       write_out(e.text);  // a Finished event may carry held-back text
       if (e.kind == EngineEvent::Kind::Finished) {
@@ -171,6 +204,10 @@ void add_run(CLI::App& app, Context& ctx) {
       ->capture_default_str();
   cmd->add_option("--kv-mem", o->kv_mem,
                   "KV pool budget (e.g. 512M, 2G; default: the context, at most half of free RAM)");
+  cmd->add_option("--grammar-file", o->grammar_file,
+                  "Constrain the output to a GBNF grammar (llama.cpp's syntax) read from a file");
+  cmd->add_option("--json-schema", o->json_schema,
+                  "Constrain the output to JSON valid under this JSON Schema (text, or @FILE)");
   cmd->add_flag("--reference", o->reference,
                 "Use the plain f32 reference forward pass (slow; the oracle)");
   cmd->callback([&ctx, o] { ctx.exit_code = run(*o); });

@@ -1,9 +1,9 @@
 // The real `hearth serve` driven by the official openai npm client and by raw HTTP.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import net from 'node:net';
 import OpenAI from 'openai';
+import { startServer } from './serve.mjs';
 
 const BIN = process.env.HEARTH_BIN;
 const MODEL = process.env.HEARTH_TEST_MODEL;
@@ -12,25 +12,8 @@ let base;
 let client;
 
 before(async () => {
-  proc = spawn(BIN, ['serve', '-m', MODEL, '--port', '0', '--ctx', '512', '-t', '2',
-                     '--alias', 'stories', '--max-body', '64K'],
-               { stdio: ['ignore', 'ignore', 'pipe'] });
-  let log = '';
-  const port = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('no listening line: ' + log)), 30000);
-    proc.stderr.on('data', (d) => {
-      log += d;
-      const m = /listening on http:\/\/[^:]+:(\d+)/.exec(log);
-      if (m) { clearTimeout(timer); resolve(Number(m[1])); }
-    });
-    proc.on('exit', (c) => reject(new Error(`hearth exited ${c}: ${log}`)));
-  });
-  base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 300; i++) {  // wait for the model
-    const r = await fetch(`${base}/health`).catch(() => null);
-    if (r && r.status === 200) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  ({ proc, base } = await startServer(BIN, ['-m', MODEL, '--ctx', '512', '-t', '2',
+                                            '--alias', 'stories', '--max-body', '64K']));
   client = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'unused', maxRetries: 0 });
 });
 

@@ -4,12 +4,13 @@
 // that a real JSON Schema validator (ajv) accepts — streamed (assembled from the deltas) and not.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Ajv from 'ajv';
 import OpenAI from 'openai';
+import { startServer } from './serve.mjs';
 
 const BIN = process.env.HEARTH_BIN;
 const VOCAB = path.join(path.dirname(process.env.HEARTH_TEST_MODEL), '..', 'tokenizers',
@@ -22,24 +23,7 @@ before(async () => {
   const model = path.join(dir, 'tiny-qwen3.gguf');
   execFileSync(BIN, ['synth', '--preset', 'tiny-qwen3', '--vocab', VOCAB, '--type', 'Q8_0',
                      '-o', model], { stdio: 'ignore' });
-  proc = spawn(BIN, ['serve', '-m', model, '--port', '0', '--ctx', '1024', '-t', '2'],
-               { stdio: ['ignore', 'ignore', 'pipe'] });
-  let log = '';
-  const port = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('no listening line: ' + log)), 30000);
-    proc.stderr.on('data', (d) => {
-      log += d;
-      const m = /listening on http:\/\/[^:]+:(\d+)/.exec(log);
-      if (m) { clearTimeout(timer); resolve(Number(m[1])); }
-    });
-    proc.on('exit', (c) => reject(new Error(`hearth exited ${c}: ${log}`)));
-  });
-  base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 600; i++) {
-    const r = await fetch(`${base}/health`).catch(() => null);
-    if (r && r.status === 200) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  ({ proc, base } = await startServer(BIN, ['-m', model, '--ctx', '1024', '-t', '2']));
   client = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'unused', maxRetries: 0 });
 });
 
