@@ -4,8 +4,8 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <memory>
 #include <cstdio>
+#include <memory>
 #include <random>
 
 #include "cli/commands.h"

@@ -22,12 +22,12 @@
 #include <thread>
 #include <vector>
 
+#include "engine/grammar_vocab.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
 #include "kv/kv_manager.h"
 #include "model/batch_forward.h"
 #include "ops/thread_pool.h"
-#include "engine/grammar_vocab.h"
 #include "sampling/vocab_access.h"
 #include "tokenizer/tokenizer.h"
 
@@ -145,7 +145,7 @@ class Engine {
 
   const Model& model_;
   const Tokenizer& tok_;
-  VocabAccess vocab_access_;  // what samplers need of the vocabulary
+  VocabAccess vocab_access_;    // what samplers need of the vocabulary
   LazyTokenTrie grammar_trie_;  // the vocabulary for constrained sampling, built on first use
   EngineOptions opt_;
   Scheduler sched_;

@@ -151,8 +151,7 @@ void pack_rows(const MatrixView& w, uint8_t* dst) {
       }
     return;
   }
-  const size_t in_block =
-      q4 ? sizeof(BlockQ4_0) : (q5 ? sizeof(BlockQ5_0) : sizeof(BlockQ8_0));
+  const size_t in_block = q4 ? sizeof(BlockQ4_0) : (q5 ? sizeof(BlockQ5_0) : sizeof(BlockQ8_0));
   for (int64_t g = 0; g < n_groups; ++g) {
     for (int64_t b = 0; b < nb; ++b) {
       uint8_t* out = dst + static_cast<size_t>(g * nb + b) * out_block;

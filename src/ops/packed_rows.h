@@ -1,8 +1,8 @@
-// Q8_0, Q4_0, Q5_0, Q4_K and Q6_K weights repacked for the AVX2 kernels: rows in groups of 8, interleaved
-// so that each 32-bit lane of a vector holds one row. vpmaddubsw + vpmaddwd then leave each row's
-// dot product in its own lane, so a group's 8 results need no horizontal sums, and each block's
-// 8 scales are one 16-byte load. The copy replaces the file's layout for the matmul (the model
-// gives the mapped pages back), it does not add to it: the same bytes per block (Q4_K: 1,184
+// Q8_0, Q4_0, Q5_0, Q4_K and Q6_K weights repacked for the AVX2 kernels: rows in groups of 8,
+// interleaved so that each 32-bit lane of a vector holds one row. vpmaddubsw + vpmaddwd then leave
+// each row's dot product in its own lane, so a group's 8 results need no horizontal sums, and each
+// block's 8 scales are one 16-byte load. The copy replaces the file's layout for the matmul (the
+// model gives the mapped pages back), it does not add to it: the same bytes per block (Q4_K: 1,184
 // bytes for 8 rows' super-blocks instead of 1,152, its 6-bit scales and mins spread to bytes).
 //
 // Group g (rows 8g .. 8g+7), block b (elements 32b .. 32b+31) at

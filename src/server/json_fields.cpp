@@ -74,13 +74,15 @@ bool valid_name(const std::string& s) {
 
 }  // namespace
 
-const nlohmann::json& required(const nlohmann::json& obj, const char* key, const std::string& param) {
+const nlohmann::json& required(const nlohmann::json& obj, const char* key,
+                               const std::string& param) {
   const json* v = field(obj, key);
   if (!v) bad_param(param, fmt::format("'{}' is required", param), "missing_required_parameter");
   return *v;
 }
 
-const nlohmann::json& required_object(const nlohmann::json& obj, const char* key, const std::string& param) {
+const nlohmann::json& required_object(const nlohmann::json& obj, const char* key,
+                                      const std::string& param) {
   const nlohmann::json& v = required(obj, key, param);
   if (!v.is_object()) wrong_type(param, "an object", v);
   return v;

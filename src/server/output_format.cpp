@@ -75,9 +75,8 @@ std::shared_ptr<const Grammar> parse_output_format(const json& body) {
     sources.push_back({std::move(*g), "grammar"});
   if (sources.empty()) return nullptr;
   if (sources.size() > 1)
-    bad_param(sources[1].param,
-              fmt::format("'{}' and '{}' both constrain the reply; send only one",
-                          sources[0].param, sources[1].param));
+    bad_param(sources[1].param, fmt::format("'{}' and '{}' both constrain the reply; send only one",
+                                            sources[0].param, sources[1].param));
   try {
     return std::make_shared<const Grammar>(Grammar::parse(sources[0].gbnf));
   } catch (const Error& e) {

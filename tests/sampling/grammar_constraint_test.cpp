@@ -75,8 +75,7 @@ TEST(GrammarConstraint, AVocabularyThatCannotContinueIsAnError) {
     g.sample(s, logits);
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("grammar cannot continue"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("grammar cannot continue"), std::string::npos) << e.what();
   }
   EXPECT_THROW(g.accept(2), Error);  // a token the grammar rejects is never recorded silently
 }

@@ -73,15 +73,14 @@ TEST(ParseChat, OutputFormatsGiveAGrammar) {
   EXPECT_EQ(parse_chat_request(chat({{"response_format", {{"type", "text"}}}})).grammar, nullptr);
   const auto object = parse_chat_request(chat({{"response_format", {{"type", "json_object"}}}}));
   ASSERT_NE(object.grammar, nullptr);
-  const json schema = {{"type", "object"},
-                       {"properties", {{"n", {{"type", "integer"}}}}},
-                       {"required", {"n"}}};
-  const auto named = parse_chat_request(chat(
-      {{"response_format",
-        {{"type", "json_schema"}, {"json_schema", {{"name", "s"}, {"schema", schema}}}}}}));
+  const json schema = {
+      {"type", "object"}, {"properties", {{"n", {{"type", "integer"}}}}}, {"required", {"n"}}};
+  const auto named = parse_chat_request(
+      chat({{"response_format",
+             {{"type", "json_schema"}, {"json_schema", {{"name", "s"}, {"schema", schema}}}}}}));
   ASSERT_NE(named.grammar, nullptr);
-  const auto llama = parse_llama_completion_request(
-      {{"prompt", "x"}, {"grammar", "root ::= \"yes\" | \"no\""}});
+  const auto llama =
+      parse_llama_completion_request({{"prompt", "x"}, {"grammar", "root ::= \"yes\" | \"no\""}});
   ASSERT_NE(llama.grammar, nullptr);
   EXPECT_EQ(llama.grammar->rule_name(llama.grammar->root()), "root");
   EXPECT_NE(parse_llama_completion_request({{"prompt", "x"}, {"json_schema", schema}}).grammar,
@@ -125,8 +124,7 @@ TEST(ParseChat, RejectsWrongTypesNamingTheParameter) {
        "response_format.json_schema.schema"},
       {{{"json_schema", {{"$ref", "#/$defs/missing"}}}}, "json_schema"},
       {{{"grammar", "root ::= [a-"}}, "grammar"},
-      {{{"grammar", "root ::= \"x\""}, {"response_format", {{"type", "json_object"}}}},
-       "grammar"},
+      {{{"grammar", "root ::= \"x\""}, {"response_format", {{"type", "json_object"}}}}, "grammar"},
       {{{"stream_options", {{"include_usage", true}}}}, "stream_options"},  // without stream
       {{{"top_logprobs", 3}}, "top_logprobs"},                              // without logprobs
       {{{"reasoning_format", "magic"}}, "reasoning_format"},

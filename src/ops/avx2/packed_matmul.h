@@ -174,8 +174,8 @@ struct PQ5 : OneScalePerBlock<PQ5<D>> {
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {
       const __m256i v = loadu256(p + 16 + 32 * k);
-      const __m256i hk = _mm256_shuffle_epi8(h, _mm256_add_epi8(lane_k0, _mm256_set1_epi8(
-                                                                               static_cast<char>(k))));
+      const __m256i hk =
+          _mm256_shuffle_epi8(h, _mm256_add_epi8(lane_k0, _mm256_set1_epi8(static_cast<char>(k))));
       const __m256i five_lo =
           _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hk, bit_lo), bit_lo), sixteen);
       const __m256i five_hi =

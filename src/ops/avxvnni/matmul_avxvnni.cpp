@@ -1,8 +1,9 @@
 // The packed kernels (ops/avx2/packed_matmul.h) on AVX-VNNI's vpdpbusd: one instruction for the
 // four u8 × s8 products and their add into an int32 lane, where AVX2 needs vpmaddubsw +
-// vpmaddwd + vpaddd (or int16 step sums that a vpmaddwd widens). Compiled with -mavx2 -mfma -mf16c -mavxvnni; called only at
-// SimdLevel::Avx2Vnni. vpdpbusd does not saturate and the int32 sums are exact, so every result
-// is bit-identical to the AVX2 kernel's: the level changes speed, never an output.
+// vpmaddwd + vpaddd (or int16 step sums that a vpmaddwd widens). Compiled with -mavx2 -mfma -mf16c
+// -mavxvnni; called only at SimdLevel::Avx2Vnni. vpdpbusd does not saturate and the int32 sums are
+// exact, so every result is bit-identical to the AVX2 kernel's: the level changes speed, never an
+// output.
 #include <immintrin.h>
 
 #include "ops/avx2/kernel_helpers.h"
