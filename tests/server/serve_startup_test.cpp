@@ -134,7 +134,14 @@ void signal_during_startup(const fs::path& dir, int sig) {
     ::_exit(127);
   }
   ::close(log_fd);
-  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  // The signal goes once the server is stuck in its download: after it says it is pulling the
+  // default model (the handlers are installed before that). A fixed pause raced a slow start
+  // under ASan/UBSan on a loaded machine, where the default action killed the child.
+  const auto up_by = Clock::now() + std::chrono::seconds(20);
+  while (hearth::test::read_file(log).find("pulling the default model") == std::string::npos &&
+         Clock::now() < up_by)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
   const auto t0 = Clock::now();
   ::kill(pid, sig);
   int status = 0;
