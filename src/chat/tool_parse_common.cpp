@@ -30,11 +30,11 @@ std::optional<json> parse_json(std::string_view text) {
   return v;
 }
 
-std::optional<std::pair<json, size_t>> parse_json_prefix(std::string_view text) {
+size_t json_value_extent(std::string_view text) {
   size_t start = 0;
   while (start < text.size() && is_space(text[start])) ++start;
-  if (start == text.size() || (text[start] != '{' && text[start] != '[')) return std::nullopt;
-  // The value's extent: nesting outside strings, byte by byte; the parser then checks it.
+  if (start == text.size() || (text[start] != '{' && text[start] != '[')) return 0;
+  // Nesting outside strings, byte by byte; whether the value parses is for the caller to check.
   size_t depth = 0;
   bool in_string = false, escaped = false;
   for (size_t i = start; i < text.size(); ++i) {
@@ -51,12 +51,18 @@ std::optional<std::pair<json, size_t>> parse_json_prefix(std::string_view text) 
     } else if (c == '{' || c == '[') {
       ++depth;
     } else if ((c == '}' || c == ']') && --depth == 0) {
-      auto v = parse_json(text.substr(start, i + 1 - start));
-      if (!v) return std::nullopt;
-      return std::make_pair(std::move(*v), i + 1);
+      return i + 1;
     }
   }
-  return std::nullopt;
+  return std::string_view::npos;
+}
+
+std::optional<std::pair<json, size_t>> parse_json_prefix(std::string_view text) {
+  const size_t extent = json_value_extent(text);
+  if (extent == 0 || extent == std::string_view::npos) return std::nullopt;
+  auto v = parse_json(text.substr(0, extent));
+  if (!v) return std::nullopt;
+  return std::make_pair(std::move(*v), extent);
 }
 
 std::optional<std::string> arguments_text(const json& args) {

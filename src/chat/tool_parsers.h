@@ -24,6 +24,11 @@ std::string_view trim(std::string_view s);
 
 // `text` (surrounding whitespace allowed) as one JSON value; nullopt when it is not exactly one.
 std::optional<nlohmann::json> parse_json(std::string_view text);
+// Where the JSON object or array at the start of `text` (after whitespace) ends, by its
+// brackets outside strings: the bytes it takes, whitespace before it included; 0 when the first
+// non-space byte is not '{' or '[' (or there is none); npos while the value is not closed yet.
+// Lets a streaming parser tell "wait for more" from "this is not JSON".
+size_t json_value_extent(std::string_view text);
 // The first JSON value at the start of `text` (after whitespace) and the bytes it took,
 // whitespace included; nullopt when the text does not start with a whole JSON value.
 std::optional<std::pair<nlohmann::json, size_t>> parse_json_prefix(std::string_view text);
