@@ -14,6 +14,7 @@
 #include <mutex>
 #include <thread>
 
+#include "chat/tool_calls.h"
 #include "cli/commands.h"
 #include "cli/runtime.h"
 #include "download/downloader.h"
@@ -221,6 +222,16 @@ void add_serve(CLI::App& app, Context& ctx) {
                   "Longest a streamed delta is held, ms (0: off)")
       ->capture_default_str()
       ->check(CLI::Range(0, 10000));
+  cmd->add_option("--tool-format", o->http.tool_format,
+                  "How the model writes tool calls: auto (from the chat template; hermes when it "
+                  "shows none), " +
+                      chat::tool_format_names())
+      ->capture_default_str()
+      ->check([](const std::string& v) {
+        return v == "auto" || chat::tool_format_from_name(v)
+                   ? std::string()
+                   : "unknown tool format '" + v + "' (auto, " + chat::tool_format_names() + ")";
+      });
   cmd->add_option("--grace", o->grace_ms, "On SIGINT/SIGTERM, ms to let requests finish")
       ->capture_default_str()
       ->check(CLI::Range(0, 600000));

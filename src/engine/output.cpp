@@ -8,7 +8,7 @@ SequenceOutput::SequenceOutput(const GenerationRequest& request, const Tokenizer
                                const VocabAccess& vocab, std::shared_ptr<const TokenTrie> trie)
     : tok_(tok),
       sampler_(*request.sampling, vocab),
-      detok_(tok.streaming_detokenizer()),
+      detok_(tok.streaming_detokenizer({.render_special = request.render_special})),
       stops_(request.stop),
       stop_at_eog_(request.stop_at_eog),
       logprobs_(request.sampling->n_probs > 0) {

@@ -84,6 +84,9 @@ struct GenerationRequest {
   // Constrained decoding: when set, every generated token continues a match of this grammar and
   // the reply ends only where the grammar may (sampling/grammar_constraint.h).
   std::shared_ptr<const Grammar> grammar;
+  // Control tokens in the reply come out as their text (tool-call formats whose markers are
+  // control tokens: [TOOL_CALLS], <|channel|>, ...); end-of-generation tokens never do.
+  bool render_special = false;
   // Called on the engine's thread; must not block for long.
   std::function<void(const EngineEvent&)> on_event;
   // Tests and evaluation: the logits row each generated token is sampled from.

@@ -36,8 +36,15 @@ std::string dump_json(const json& v, const std::string& path);
 
 class SchemaConverter {
  public:
-  explicit SchemaConverter(const json& root) : root_(root), rules_(kMaxRules) {}
+  explicit SchemaConverter(const json& root) : root_(root), own_rules_(kMaxRules) {}
+  // Adds its rules to `rules` (shared by several schemas' converters).
+  SchemaConverter(const json& root, RuleSet& rules)
+      : root_(root), own_rules_(0), shared_rules_(&rules) {}
+  // The whole grammar, the schema's instances at its root.
   std::string convert();
+  // Adds the schema's rules; returns the element (a rule name or an atom) for its instances,
+  // its rules named from `hint`.
+  std::string convert_part(const std::string& hint);
 
   // Schema visitors (json_schema_grammar.cpp).
   std::string visit(const json& s, const std::string& path, const std::string& hint, int depth);
@@ -94,7 +101,9 @@ class SchemaConverter {
                        const std::string& path);
 
   const json& root_;
-  RuleSet rules_;
+  RuleSet own_rules_;
+  RuleSet* shared_rules_ = nullptr;
+  RuleSet& rules_ = shared_rules_ ? *shared_rules_ : own_rules_;
   std::map<std::string, RefRule> refs_;  // by the $ref string
   int structure_ = 0;
   size_t visits_ = 0;

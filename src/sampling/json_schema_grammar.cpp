@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "sampling/gbnf_text.h"
 #include "sampling/json_schema_converter.h"
 #include "sampling/schema_merge.h"
@@ -155,6 +157,13 @@ std::string SchemaConverter::convert() {
     fail("{}: the schema document is nested deeper than {} levels", where(deep), kMaxJsonDepth);
   rules_.set_root(body(root_, "", "root", 0));
   return rules_.text();
+}
+
+std::string SchemaConverter::convert_part(const std::string& hint) {
+  std::string deep;
+  if (too_deep(root_, 0, deep))
+    fail("{}: the schema document is nested deeper than {} levels", where(deep), kMaxJsonDepth);
+  return visit(root_, "", hint, 0);
 }
 
 std::string SchemaConverter::visit(const json& s, const std::string& path, const std::string& hint,
@@ -354,6 +363,27 @@ std::string SchemaConverter::visit_type(const std::string& type, const json& s,
 
 std::string json_schema_to_gbnf(const nlohmann::json& schema) {
   return gbnf::SchemaConverter(schema).convert();
+}
+
+std::string json_schemas_to_gbnf(
+    const std::vector<nlohmann::json>& schemas,
+    const std::function<std::string(const std::vector<std::string>&)>& root) {
+  gbnf::RuleSet rules(gbnf::kMaxRules);
+  std::vector<std::string> elements;
+  for (size_t i = 0; i < schemas.size(); ++i) {
+    try {
+      elements.push_back(
+          gbnf::SchemaConverter(schemas[i], rules).convert_part(fmt::format("s{}", i)));
+    } catch (const Error& e) {
+      throw Error(fmt::format("schema {}: {}", i, e.what()));
+    }
+  }
+  rules.set_root(root(elements));
+  return rules.text();
+}
+
+std::string gbnf_literal(std::string_view text) {
+  return gbnf::literal(text);
 }
 
 std::string json_object_gbnf() {

@@ -58,12 +58,24 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace hearth {
 
 // The grammar (rule "root") for the instances of `schema`.
 std::string json_schema_to_gbnf(const nlohmann::json& schema);
+// Several schemas in one grammar (tool calls: one arguments schema per function): each schema's
+// rules are added under names made from "s<i>", and `root` writes the root rule's body from the
+// elements (rule names or atoms) standing for each schema's instances. Errors as above, prefixed
+// with "schema <i>: ".
+std::string json_schemas_to_gbnf(
+    const std::vector<nlohmann::json>& schemas,
+    const std::function<std::string(const std::vector<std::string>&)>& root);
+// `text` as a GBNF literal, for such a root.
+std::string gbnf_literal(std::string_view text);
 // The grammar for any JSON object (response_format {"type": "json_object"}).
 std::string json_object_gbnf();
 

@@ -1,6 +1,8 @@
 // POST /v1/chat/completions: "chat.completion" replies and "chat.completion.chunk" stream chunks
 // (the role first, content deltas, the finish reason last), with reasoning_content split off
-// when the request asked for reasoning_format "deepseek".
+// when the request asked for reasoning_format "deepseek", and tool_calls read from the reply
+// when the request has tools (the reasoning is split off first, so a call inside a reasoning
+// block stays reasoning).
 #include "server/responder.h"
 
 namespace hearth::server {
@@ -33,45 +35,68 @@ json chat_logprobs_json(const std::vector<TokenRecord>& tokens, const Tokenizer&
   return {{"content", content}};
 }
 
+// What a piece of the reply says: reasoning, content and the calls completed in it.
+struct Parts {
+  std::string reasoning;
+  std::string content;
+  std::vector<chat::ToolCall> calls;
+};
+
 // A delta's reasoning and content, each only when there is some.
-json split_delta(const chat::ReasoningDelta& parts) {
+json split_delta(const Parts& parts) {
   json delta = json::object();
   if (!parts.reasoning.empty()) delta["reasoning_content"] = parts.reasoning;
   if (!parts.content.empty()) delta["content"] = parts.content;
   return delta;
 }
 
+bool blank(std::string_view s) {
+  return s.find_first_not_of(" \t\r\n") == std::string_view::npos;
+}
+
 class ChatResponder : public OpenAiResponder {
  public:
-  ChatResponder(ReplySettings settings, chat::ReplyStream reply)
+  ChatResponder(ReplySettings settings, chat::ReplyStream reply,
+                std::unique_ptr<ToolCallReader> tools)
       : OpenAiResponder(std::move(settings),
                         {"chat.completion", "chat.completion.chunk", "message", "delta"}),
-        reply_(std::move(reply)) {}
+        reply_(std::move(reply)),
+        tools_(std::move(tools)) {}
 
   std::vector<json> start() override {
     return {chunk({{"role", "assistant"}, {"content", ""}}, nullptr, nullptr)};
   }
 
-  std::optional<json> delta(const Delta& d) override {
-    if (!reply_.splits()) return chunk({{"content", d.text}}, nullptr, logprobs(d));
-    json delta = split_delta(reply_.push(d.text));
-    if (delta.empty() && !s_.per_token) return std::nullopt;  // a tag is still undecided
-    return chunk(std::move(delta), nullptr, logprobs(d));
+  std::vector<json> delta(const Delta& d) override {
+    if (!reply_.splits() && !tools_) return {chunk({{"content", d.text}}, nullptr, logprobs(d))};
+    const Parts p = read(reply_.push(d.text), false);
+    std::vector<json> out;
+    json delta = split_delta(p);
+    if (!delta.empty() || s_.per_token)
+      out.push_back(chunk(std::move(delta), nullptr, logprobs(d)));
+    add_call_chunks(p.calls, out);
+    return out;
   }
 
   std::vector<json> finish(const Outcome& o) override {
     std::vector<json> out;
-    json rest = split_delta(reply_.finish());
+    const Parts p = read(reply_.finish(), true);
+    json rest = split_delta(p);
     if (!rest.empty()) out.push_back(chunk(std::move(rest), nullptr, nullptr));
-    for (json& j : finish_with(json::object(), o)) out.push_back(std::move(j));
+    add_call_chunks(p.calls, out);
+    for (json& j : finish_with(json::object(), o, finish_reason(o))) out.push_back(std::move(j));
     return out;
   }
 
   json whole(const Delta& all, const Outcome& o) override {
-    const chat::ReasoningDelta parts = reply_.whole(all.text);
-    json message = {{"role", "assistant"}, {"content", parts.content}};
-    if (!parts.reasoning.empty()) message["reasoning_content"] = parts.reasoning;
-    return reply(std::move(message), o, logprobs(all));
+    const Parts p = read(reply_.whole(all.text), true);
+    json message = {{"role", "assistant"}, {"content", p.content}};
+    if (!p.reasoning.empty()) message["reasoning_content"] = p.reasoning;
+    if (!p.calls.empty()) {
+      message["tool_calls"] = tools_->message_entries(p.calls);
+      if (blank(p.content)) message["content"] = nullptr;  // OpenAI: null beside calls
+    }
+    return reply(std::move(message), o, logprobs(all), finish_reason(o));
   }
 
  private:
@@ -79,13 +104,34 @@ class ChatResponder : public OpenAiResponder {
     return s_.per_token ? chat_logprobs_json(trimmed(d.records), *s_.tok) : json();
   }
 
-  chat::ReplyStream reply_;  // the reasoning split, when asked for
+  // The reasoning split's output through the tool-call parser (when there is one).
+  Parts read(const chat::ReasoningDelta& r, bool last) {
+    if (!tools_) return {r.reasoning, r.content, {}};
+    chat::ToolDelta t = tools_->push(r.content);
+    if (last) t.append(tools_->finish());
+    return {r.reasoning + t.reasoning, std::move(t.content), std::move(t.calls)};
+  }
+
+  void add_call_chunks(const std::vector<chat::ToolCall>& calls, std::vector<json>& out) {
+    if (calls.empty()) return;
+    for (json& v : tools_->stream_deltas(calls))
+      out.push_back(chunk({{"tool_calls", std::move(v)}}, nullptr, nullptr));
+  }
+
+  // "tool_calls" when the reply ended after making calls, as OpenAI says.
+  const char* finish_reason(const Outcome& o) const {
+    return tools_ && tools_->calls() > 0 && o.reason == FinishReason::Stop ? "tool_calls" : nullptr;
+  }
+
+  chat::ReplyStream reply_;                // the reasoning split, when asked for
+  std::unique_ptr<ToolCallReader> tools_;  // the tool calls, when the request has tools
 };
 
 }  // namespace
 
-std::unique_ptr<Responder> make_chat_responder(ReplySettings settings, chat::ReplyStream reply) {
-  return std::make_unique<ChatResponder>(std::move(settings), std::move(reply));
+std::unique_ptr<Responder> make_chat_responder(ReplySettings settings, chat::ReplyStream reply,
+                                               std::unique_ptr<ToolCallReader> tools) {
+  return std::make_unique<ChatResponder>(std::move(settings), std::move(reply), std::move(tools));
 }
 
 }  // namespace hearth::server

@@ -12,6 +12,7 @@
 #include "server/responder.h"
 #include "server/server_impl.h"
 #include "server/sse.h"
+#include "server/tool_use.h"
 #include "util/error.h"
 
 namespace hearth::server {
@@ -130,10 +131,12 @@ ApiError generation_failed(const Outcome& o) {
 }
 
 std::unique_ptr<Responder> make_responder(Api api, ReplySettings settings,
-                                          std::optional<chat::ReasoningSplitter> reasoning) {
+                                          std::optional<chat::ReasoningSplitter> reasoning,
+                                          std::unique_ptr<ToolCallReader> tools) {
   switch (api) {
     case Api::ChatCompletions:
-      return make_chat_responder(std::move(settings), chat::ReplyStream(std::move(reasoning)));
+      return make_chat_responder(std::move(settings), chat::ReplyStream(std::move(reasoning)),
+                                 std::move(tools));
     case Api::Completions:
       return make_completions_responder(std::move(settings));
     case Api::LlamaCompletion:
@@ -151,6 +154,8 @@ void Server::Impl::handle_generation(Api api, const httplib::Request& http_req,
   ParsedRequest pr = parse_request(api, body);
   const ModelInfo& served = check_model(pr.model);
   if (api == Api::ChatCompletions) keep_client_order(pr, http_req.body);
+  std::unique_ptr<ToolCallReader> tools;
+  if (api == Api::ChatCompletions) tools = plan_tool_use(pr, tool_format);
   BuiltPrompt bp = build_prompt(pr, *tok, model.n_ctx, *formatter);
 
   Submitted g = submit(api, body, pr, bp);
@@ -171,7 +176,8 @@ void Server::Impl::handle_generation(Api api, const httplib::Request& http_req,
   s.return_tokens = pr.return_tokens;
   s.echo = pr.echo && !bp.from_tokens ? pr.prompt_text : std::string();
   s.stop = pr.stop;
-  std::unique_ptr<Responder> responder = make_responder(api, std::move(s), std::move(bp.reasoning));
+  std::unique_ptr<Responder> responder =
+      make_responder(api, std::move(s), std::move(bp.reasoning), std::move(tools));
   if (pr.stream)
     reply_streamed(std::move(responder), std::move(g), res);
   else
@@ -190,6 +196,7 @@ Server::Impl::Submitted Server::Impl::submit(Api api, const json& body, const Pa
   req.stop = pr.stop;
   req.stop_at_eog = !pr.ignore_eos;
   req.grammar = pr.grammar;
+  req.render_special = pr.render_special;
   apply_sampling(body, pr, vocab, req);
   Submitted g;
   g.channel = std::make_shared<EventChannel>();
@@ -248,8 +255,9 @@ bool Server::Impl::stream_events(Responder& responder, const Submitted& g, bool&
   }
   Coalescer co(opt.coalesce, !g.per_token);
   Outcome o = pump(*engine, g, co, opt.client_watch_interval, [&](const Delta& d) {
-    std::optional<json> payload = responder.delta(d);
-    return !payload || write(*payload);
+    for (const json& payload : responder.delta(d))
+      if (!write(payload)) return false;
+    return true;
   });
   finished = true;
   metrics.record(o.stats, o.reason);

@@ -31,8 +31,8 @@ class CompletionsResponder : public OpenAiResponder {
       : OpenAiResponder(std::move(settings),
                         {"text_completion", "text_completion", "text", "text"}) {}
 
-  std::optional<json> delta(const Delta& d) override {
-    return chunk(unsent_echo() + d.text, nullptr, logprobs(d, 0));
+  std::vector<json> delta(const Delta& d) override {
+    return {chunk(unsent_echo() + d.text, nullptr, logprobs(d, 0))};
   }
 
   std::vector<json> finish(const Outcome& o) override { return finish_with(unsent_echo(), o); }

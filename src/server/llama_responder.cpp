@@ -65,12 +65,12 @@ class LlamaResponder : public Responder {
  public:
   using Responder::Responder;
 
-  std::optional<json> delta(const Delta& d) override {
+  std::vector<json> delta(const Delta& d) override {
     LlamaCompletionInfo info;
     info.content = d.text;
     info.stop = false;
     add_tokens(info, d);
-    return llama_completion_json(info);
+    return {llama_completion_json(info)};
   }
 
   std::vector<json> finish(const Outcome& o) override {

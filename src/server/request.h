@@ -34,6 +34,15 @@ struct SamplingSpec {
   float frequency_penalty = 0.0f;
 };
 
+// tool_choice: whether the reply may (auto), must (required, named) or must not (none) call one
+// of the request's tools.
+enum class ToolChoice { None, Auto, Required, Named };
+struct ToolUse {
+  ToolChoice choice = ToolChoice::None;  // None also when the request has no tools
+  std::string name;                      // Named: the function
+  bool parallel = true;                  // parallel_tool_calls: more than one call per reply
+};
+
 struct ChatMessage {
   std::string role;  // system, developer, user, assistant, tool
   std::string content;
@@ -52,8 +61,9 @@ struct ParsedRequest {
   bool add_generation_prompt = true;
   nlohmann::ordered_json chat_template_kwargs;  // object or null
   nlohmann::ordered_json tools;                 // passed to the template; null when absent
-  std::string reasoning_format = "none";        // none | deepseek
-  std::string truncation = "disabled";          // disabled | auto
+  ToolUse tool_use;
+  std::string reasoning_format = "none";  // none | deepseek
+  std::string truncation = "disabled";    // disabled | auto
 
   // Completions: a prompt string or token ids
   std::string prompt_text;
@@ -63,6 +73,7 @@ struct ParsedRequest {
 
   // The reply's required shape (response_format, json_schema or grammar); null: free text.
   std::shared_ptr<const Grammar> grammar;
+  bool render_special = false;  // control tokens in the reply as text (tool-call markers)
 
   std::optional<int64_t> max_tokens;  // max_tokens / max_completion_tokens / n_predict
   std::vector<std::string> stop;

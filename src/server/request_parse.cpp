@@ -235,7 +235,7 @@ ParsedRequest parse_chat_request(const json& b) {
     if (!v->is_object()) wrong_type("chat_template_kwargs", "an object", *v);
     r.chat_template_kwargs = nlohmann::ordered_json::parse(v->dump());
   }
-  check_tools(b);
+  r.tool_use = check_tools(b);
   if (const json* v = field(b, "tools")) r.tools = nlohmann::ordered_json::parse(v->dump());
   if (auto v = get_string(b, "reasoning_format")) {
     if (*v == "auto") *v = "deepseek";

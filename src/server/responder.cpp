@@ -41,17 +41,19 @@ json OpenAiResponder::chunk(json value, json finish_reason, json logprobs) const
   return j;
 }
 
-json OpenAiResponder::reply(json value, const Outcome& o, json logprobs) const {
-  json j = envelope(shape_.object, one_choice(shape_.whole_key, std::move(value),
-                                              std::move(logprobs), openai_finish_reason(o.reason)));
+json OpenAiResponder::reply(json value, const Outcome& o, json logprobs, const char* reason) const {
+  json j =
+      envelope(shape_.object, one_choice(shape_.whole_key, std::move(value), std::move(logprobs),
+                                         reason ? reason : openai_finish_reason(o.reason)));
   j["usage"] = usage_json(o.stats);
   j["timings"] = timings_json(o.stats);
   return j;
 }
 
-std::vector<json> OpenAiResponder::finish_with(json last, const Outcome& o) const {
+std::vector<json> OpenAiResponder::finish_with(json last, const Outcome& o,
+                                               const char* reason) const {
   std::vector<json> out;
-  out.push_back(chunk(std::move(last), openai_finish_reason(o.reason), nullptr));
+  out.push_back(chunk(std::move(last), reason ? reason : openai_finish_reason(o.reason), nullptr));
   if (s_.include_usage) {
     json usage = envelope(shape_.chunk_object, json::array());
     usage["usage"] = usage_json(o.stats);

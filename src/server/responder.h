@@ -17,6 +17,7 @@
 #include "engine/request.h"
 #include "server/openai_response.h"
 #include "server/request.h"
+#include "server/tool_call_reader.h"
 #include "tokenizer/tokenizer.h"
 
 namespace hearth::server {
@@ -60,8 +61,8 @@ class Responder {
 
   // Streamed: the payloads to send before any delta.
   virtual std::vector<nlohmann::json> start() { return {}; }
-  // Streamed: the payload for one delta; none when there is nothing to send yet.
-  virtual std::optional<nlohmann::json> delta(const Delta& d) = 0;
+  // Streamed: the payloads for one delta (usually one; none when there is nothing to send yet).
+  virtual std::vector<nlohmann::json> delta(const Delta& d) = 0;
   // Streamed: the payloads that end a generation that did not fail.
   virtual std::vector<nlohmann::json> finish(const Outcome& o) = 0;
   // Streamed: whether the stream ends with "data: [DONE]" (OpenAI's, not llama-server's).
@@ -76,8 +77,10 @@ class Responder {
   ReplySettings s_;
 };
 
-// `reply` splits off the reasoning when the request asked for it.
-std::unique_ptr<Responder> make_chat_responder(ReplySettings settings, chat::ReplyStream reply);
+// `reply` splits off the reasoning when the request asked for it; `tools` (null: none) turns
+// the calls in the reply into tool_calls.
+std::unique_ptr<Responder> make_chat_responder(ReplySettings settings, chat::ReplyStream reply,
+                                               std::unique_ptr<ToolCallReader> tools = nullptr);
 std::unique_ptr<Responder> make_completions_responder(ReplySettings settings);
 std::unique_ptr<Responder> make_llama_responder(ReplySettings settings);
 
@@ -95,13 +98,15 @@ class OpenAiResponder : public Responder {
       : Responder(std::move(settings)), shape_(shape) {}
 
   // The last payloads of a stream: the finishing chunk carrying `last` (then the usage chunk
-  // when asked for).
-  std::vector<nlohmann::json> finish_with(nlohmann::json last, const Outcome& o) const;
+  // when asked for). `reason`: the finish_reason, when not the outcome's own.
+  std::vector<nlohmann::json> finish_with(nlohmann::json last, const Outcome& o,
+                                          const char* reason = nullptr) const;
 
  protected:
   nlohmann::json chunk(nlohmann::json value, nlohmann::json finish_reason,
                        nlohmann::json logprobs) const;
-  nlohmann::json reply(nlohmann::json value, const Outcome& o, nlohmann::json logprobs) const;
+  nlohmann::json reply(nlohmann::json value, const Outcome& o, nlohmann::json logprobs,
+                       const char* reason = nullptr) const;
 
  private:
   nlohmann::json envelope(const char* object, nlohmann::json choices) const;

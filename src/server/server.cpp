@@ -111,6 +111,24 @@ ApiError Server::Impl::httplib_error(const httplib::Request& req, int status) co
                   status >= 500 ? "internal_error" : "bad_request");
 }
 
+namespace {
+
+// --tool-format: a format by name, or "auto": the chat template's, hermes when it shows none
+// (a model that was not taught a format can still be made to call tools by tool_choice, and
+// hermes is the most widely trained one).
+chat::ToolFormat resolve_tool_format(const std::string& name,
+                                     const std::optional<std::string>& chat_template) {
+  if (name != "auto") {
+    if (auto f = chat::tool_format_from_name(name)) return *f;
+    throw Error(
+        fmt::format("unknown tool format '{}' (auto, {})", name, chat::tool_format_names()));
+  }
+  const chat::ToolFormat f = chat::detect_tool_format(chat_template.value_or(""));
+  return f == chat::ToolFormat::None ? chat::ToolFormat::Hermes : f;
+}
+
+}  // namespace
+
 Server::Impl::Impl(ServerOptions o) : opt(std::move(o)), http(limits_of(opt)) {}
 
 void Server::Impl::configure_http() {
@@ -231,6 +249,7 @@ void Server::set_backend(const Tokenizer& tok, Engine& engine, ModelInfo info) {
   impl_->formatter = std::make_unique<chat::ChatFormatter>(info.chat_template, bos, eos);
   if (impl_->formatter->uses_fallback())
     std::fprintf(stderr, "hearth: %s\n", impl_->formatter->warning().c_str());
+  impl_->tool_format = resolve_tool_format(impl_->opt.tool_format, info.chat_template);
   impl_->vocab = {static_cast<int32_t>(tok.n_vocab()),
                   [&tok](int32_t id) { return tok.token_to_piece(id, true); },
                   [&tok](std::string_view text) { return tok.encode(text, false, false); }};

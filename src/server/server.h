@@ -41,6 +41,9 @@ struct ServerOptions {
   // How often a client owed no bytes yet (prefill, a reply sent whole) is checked for having
   // left; a check is one non-blocking peek on its socket.
   std::chrono::milliseconds client_watch_interval{20};
+  // How replies write tool calls (chat/tool_calls.h: hermes, llama3, ...): "auto" reads it from
+  // the chat template, and a template with no known format gets hermes.
+  std::string tool_format = "auto";
 };
 
 struct ModelInfo {

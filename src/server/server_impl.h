@@ -11,6 +11,7 @@
 #include <string>
 
 #include "chat/chat_formatter.h"
+#include "chat/tool_calls.h"
 #include "engine/engine.h"
 #include "server/api_error.h"
 #include "server/http_server.h"
@@ -50,6 +51,7 @@ struct Server::Impl {
   Engine* engine = nullptr;
   ModelInfo model;
   std::unique_ptr<chat::ChatFormatter> formatter;
+  chat::ToolFormat tool_format = chat::ToolFormat::Hermes;  // of the model's replies
   VocabAccess vocab;
   std::atomic<bool> ready{false};
   std::atomic<bool> draining{false};

@@ -46,7 +46,8 @@ std::vector<std::string> check_tool_list(const json& tools) {
   return names;
 }
 
-void check_tool_choice(const json& choice, const std::vector<std::string>& names) {
+ToolUse check_tool_choice(const json& choice, const std::vector<std::string>& names) {
+  ToolUse use;
   if (choice.is_string()) {
     const std::string c = choice.get<std::string>();
     if (c != "none" && c != "auto" && c != "required")
@@ -56,25 +57,33 @@ void check_tool_choice(const json& choice, const std::vector<std::string>& names
                             c.substr(0, 80)));
     if (c == "required" && names.empty())
       bad_param("tool_choice", "tool_choice 'required' needs 'tools'");
-    return;
+    use.choice = c == "required"                 ? ToolChoice::Required
+                 : c == "auto" && !names.empty() ? ToolChoice::Auto
+                                                 : ToolChoice::None;
+    return use;
   }
   if (!choice.is_object()) wrong_type("tool_choice", "a string or an object", choice);
   require_function_type(choice, "tool_choice");
   const json& f = required_object(choice, "function", "tool_choice.function");
   const std::string name = required_name(f, "tool_choice.function.name");
   for (const std::string& n : names)
-    if (n == name) return;
+    if (n == name) return {ToolChoice::Named, name, true};
   bad_param("tool_choice.function.name",
             fmt::format("tool_choice names '{}', which is not among 'tools'", name));
 }
 
 }  // namespace
 
-void check_tools(const json& body) {
+ToolUse check_tools(const json& body) {
   std::vector<std::string> names;
   if (const json* tools = field(body, "tools")) names = check_tool_list(*tools);
-  if (const json* choice = field(body, "tool_choice")) check_tool_choice(*choice, names);
-  get_bool(body, "parallel_tool_calls");
+  ToolUse use;
+  if (const json* choice = field(body, "tool_choice"))
+    use = check_tool_choice(*choice, names);
+  else if (!names.empty())
+    use.choice = ToolChoice::Auto;
+  if (auto p = get_bool(body, "parallel_tool_calls")) use.parallel = *p;
+  return use;
 }
 
 }  // namespace hearth::server

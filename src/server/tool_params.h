@@ -5,9 +5,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/request.h"
+
 namespace hearth::server {
 
-// tools, tool_choice, parallel_tool_calls (chat completions).
-void check_tools(const nlohmann::json& body);
+// tools, tool_choice, parallel_tool_calls (chat completions): what the reply may do with the
+// tools. Without tool_choice, tools mean "auto" (OpenAI's default); an empty list means none.
+ToolUse check_tools(const nlohmann::json& body);
 
 }  // namespace hearth::server

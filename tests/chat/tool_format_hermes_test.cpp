@@ -18,7 +18,8 @@ TEST(HermesToolCalls, OneCallAfterText) {
   EXPECT_EQ(d.content, "Let me check.\n");
   ASSERT_EQ(d.calls.size(), 1u);
   EXPECT_EQ(d.calls[0].name, "get_weather");
-  EXPECT_EQ(d.calls[0].arguments, R"({"city":"Paris","unit":"c"})");
+  // As written (the template writes a string back verbatim: the history repeats the reply).
+  EXPECT_EQ(d.calls[0].arguments, R"({"city": "Paris", "unit": "c"})");
   EXPECT_EQ(d.calls[0].id, "");
 }
 
@@ -31,8 +32,18 @@ TEST(HermesToolCalls, ParallelCallsAndTrailingText) {
   EXPECT_EQ(d.calls[0].name, "a");
   EXPECT_EQ(d.calls[0].arguments, "{}");
   EXPECT_EQ(d.calls[1].name, "b");
-  EXPECT_EQ(d.calls[1].arguments, R"({"x":[1,2]})");
+  EXPECT_EQ(d.calls[1].arguments, R"({"x": [1, 2]})");
   EXPECT_EQ(d.content, "Done.");
+}
+
+TEST(HermesToolCalls, ArgumentsKeepTheirTextAndOrder) {
+  const ToolDelta d = parse_every_split(
+      kF,
+      "<tool_call>\n{\"arguments\": {\"b\": \"}\\\"\", \"a\": {\"c\": [1, {}]}},\n \"name\": "
+      "\"f\"}\n</tool_call>");
+  ASSERT_EQ(d.calls.size(), 1u);
+  EXPECT_EQ(d.calls[0].name, "f");
+  EXPECT_EQ(d.calls[0].arguments, R"({"b": "}\"", "a": {"c": [1, {}]}})");
 }
 
 TEST(HermesToolCalls, ArgumentsAsAString) {

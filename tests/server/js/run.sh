@@ -22,4 +22,4 @@ if [ ! -d node_modules/openai ] || [ ! -d node_modules/ajv ]; then
     exit 77
   fi
 fi
-exec node --test --test-concurrency=1 server.test.mjs structured.test.mjs
+exec node --test --test-concurrency=1 server.test.mjs structured.test.mjs tools.test.mjs

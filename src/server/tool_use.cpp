@@ -1,0 +1,47 @@
+#include "server/tool_use.h"
+
+#include <fmt/format.h>
+
+#include "chat/tool_call_grammar.h"
+#include "server/api_error.h"
+#include "util/error.h"
+
+namespace hearth::server {
+
+namespace {
+
+std::shared_ptr<const Grammar> forced_calls(const ParsedRequest& pr, chat::ToolFormat format) {
+  const char* param = "tool_choice";
+  if (format == chat::ToolFormat::None)
+    bad_param(param,
+              "tool_choice forces a call, but this server reads no tool-call format "
+              "(--tool-format none)");
+  if (pr.grammar)
+    bad_param(param,
+              "tool_choice forces a call, and response_format (or json_schema, grammar) "
+              "also constrains the reply; send only one");
+  std::optional<std::string> only;
+  if (pr.tool_use.choice == ToolChoice::Named) only = pr.tool_use.name;
+  try {
+    const nlohmann::json tools = nlohmann::json::parse(pr.tools.dump());
+    return std::make_shared<const Grammar>(
+        Grammar::parse(chat::tool_call_gbnf(format, tools, only, pr.tool_use.parallel)));
+  } catch (const Error& e) {
+    throw ApiError(400, fmt::format("tools: {}", e.what()), "invalid_request_error", "tools",
+                   "invalid_value");
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<ToolCallReader> plan_tool_use(ParsedRequest& pr, chat::ToolFormat format) {
+  const ToolChoice choice = pr.tool_use.choice;
+  if (choice == ToolChoice::None) return nullptr;
+  if (choice == ToolChoice::Required || choice == ToolChoice::Named)
+    pr.grammar = forced_calls(pr, format);
+  if (format == chat::ToolFormat::None) return nullptr;
+  pr.render_special = chat::tool_format_needs_special_tokens(format);
+  return std::make_unique<ToolCallReader>(format, nlohmann::json::parse(pr.tools.dump()));
+}
+
+}  // namespace hearth::server
