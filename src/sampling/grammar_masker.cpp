@@ -9,6 +9,7 @@ namespace {
 constexpr int32_t kUnknown = -2;  // a transition not computed yet
 constexpr int32_t kRejected = -1;
 constexpr size_t kMaxOtherTransitions = size_t{1} << 20;
+constexpr size_t kMaxCachedMasks = 64;  // 19 KB each for a 151,936-token vocabulary
 
 }  // namespace
 
@@ -34,6 +35,8 @@ void GrammarMasker::clear_cache() {
   state_index_.clear();
   ascii_next_.clear();
   other_next_.clear();
+  masks_.clear();
+  ++cache_epoch_;
 }
 
 int32_t GrammarMasker::intern(const GrammarState& s) {
@@ -119,6 +122,16 @@ void GrammarMasker::fill(const GrammarMatcher& matcher, TokenMask& allowed) {
   if (states_.size() >= max_states_) make_room({});
   levels_.resize(trie_->max_depth() + 1);
   levels_[0] = start_level(matcher);
+  stats_.mask_from_cache = false;
+  const bool cacheable = !levels_[0].partial.pending();
+  const int32_t start = levels_[0].state;
+  const uint64_t epoch = cache_epoch_;
+  if (cacheable)
+    if (const auto it = masks_.find(start); it != masks_.end()) {
+      allowed = it->second;
+      stats_.mask_from_cache = true;
+      return;
+    }
   const auto nodes = trie_->nodes();
   size_t tried = 0, accepted = 0;
   for (size_t i = 0; i < nodes.size();) {
@@ -137,6 +150,10 @@ void GrammarMasker::fill(const GrammarMatcher& matcher, TokenMask& allowed) {
   stats_.nodes_accepted = accepted;
   if (matcher.can_end())
     for (int32_t t : trie_->end_tokens()) allowed.set(t);
+  if (cacheable && epoch == cache_epoch_) {
+    if (masks_.size() >= kMaxCachedMasks) masks_.clear();
+    masks_.emplace(start, allowed);
+  }
 }
 
 bool GrammarMasker::token_allowed(const GrammarMatcher& matcher, int32_t token) {

@@ -45,6 +45,7 @@ class GrammarMasker {
     size_t nodes_accepted = 0;  // of which the grammar admitted
     size_t steps_computed = 0;  // transitions not found in the cache (all calls so far)
     size_t cached_states = 0;
+    bool mask_from_cache = false;  // the last fill() reused a whole mask
   };
   Stats stats() const;
 
@@ -78,6 +79,10 @@ class GrammarMasker {
   std::vector<uint32_t> key_;
   GrammarState scratch_;
   std::vector<Level> levels_;
+  // Whole masks by start state (between characters): a JSON string's characters, say, all
+  // start from one state, and its mask (most of the vocabulary) is the costly one to walk.
+  std::unordered_map<int32_t, TokenMask> masks_;
+  uint64_t cache_epoch_ = 0;  // counts clear_cache(): state ids from before are stale
   Stats stats_;
 };
 

@@ -142,6 +142,25 @@ TEST(GrammarMask, TrieWalkMatchesBruteForce) {
   EXPECT_LE(cramped.stats().cached_states, 64u);
 }
 
+TEST(GrammarMask, RepeatedStatesReuseTheirWholeMask) {
+  const Vocab v = synthetic_vocab(3000, 11);
+  auto trie = std::make_shared<const TokenTrie>(v.pieces, v.end_tokens);
+  const auto g = compile(test::kJsonGrammar);
+  GrammarMasker masker(trie);
+  // Each character of a string starts from the same state; a pending UTF-8 character does not
+  // (its mask is walked every time), and neither does a new state.
+  const std::vector<std::pair<std::string, bool>> steps = {
+      {"{\"a\": \"", false},        {"{\"a\": \"x", true},       {"{\"a\": \"xy", true},
+      {"{\"a\": \"xy\xE6", false},  {"{\"a\": \"xy\xE6", false}, {"{\"a\": \"xy\", \"", false},
+      {"{\"a\": \"xy\", \"b", true}};
+  for (const auto& [prefix, from_cache] : steps) {
+    GrammarMatcher m(g);
+    ASSERT_TRUE(m.accept_bytes(prefix)) << prefix;
+    expect_masks_match(masker, m, v, "after '" + prefix + "'");
+    EXPECT_EQ(masker.stats().mask_from_cache, from_cache) << prefix;
+  }
+}
+
 TEST(GrammarMask, EndTokensOnlyWhenTheGrammarCanEnd) {
   const Vocab v = synthetic_vocab(100, 3);
   auto trie = std::make_shared<const TokenTrie>(v.pieces, v.end_tokens);
