@@ -163,6 +163,30 @@ std::vector<json> schemas_of(ToolFormat format, const Function& f) {
 
 }  // namespace
 
+std::optional<std::string> tool_call_trigger(ToolFormat format) {
+  switch (format) {
+    case ToolFormat::None:
+    case ToolFormat::Llama3:
+      return std::nullopt;
+    case ToolFormat::Hermes:
+    case ToolFormat::Qwen3Coder:
+      return "<tool_call>";
+    case ToolFormat::Mistral:
+      return "[TOOL_CALLS]";
+    case ToolFormat::DeepSeek:
+      return "<\xEF\xBD\x9Ctool\xE2\x96\x81"
+             "calls\xE2\x96\x81"
+             "begin\xEF\xBD\x9C>";
+    case ToolFormat::CommandR:
+      return "<|START_ACTION|>";
+    case ToolFormat::Functionary:
+      return "<function=";
+    case ToolFormat::Harmony:
+      return "<|channel|>commentary to=functions.";
+  }
+  return std::nullopt;
+}
+
 std::string tool_call_gbnf(ToolFormat format, const json& tools,
                            const std::optional<std::string>& only, bool parallel) {
   const CallShape shape = shape_of(format);

@@ -21,4 +21,9 @@ namespace hearth::chat {
 std::string tool_call_gbnf(ToolFormat format, const nlohmann::json& tools,
                            const std::optional<std::string>& only, bool parallel);
 
+// The text the format's calls begin with (what tool_call_gbnf's language starts with), the
+// trigger of a lazy grammar for tool_choice "auto": free text until the model opens a call,
+// then the call is constrained. Nullopt for a format whose calls have no opener (llama3).
+std::optional<std::string> tool_call_trigger(ToolFormat format);
+
 }  // namespace hearth::chat

@@ -14,7 +14,10 @@ SequenceOutput::SequenceOutput(const GenerationRequest& request, const Tokenizer
       logprobs_(request.sampling->n_probs > 0) {
   if (request.grammar) {
     if (!trie) fail("a grammar needs the vocabulary's token trie");
-    grammar_.emplace(request.grammar, std::move(trie));
+    if (request.grammar_trigger.empty())
+      grammar_.emplace(request.grammar, std::move(trie));
+    else
+      lazy_ = LazyGrammar{request.grammar, std::move(trie), request.grammar_trigger, ""};
   }
 }
 
@@ -23,7 +26,10 @@ TokenOutput SequenceOutput::next(std::span<const float> logits, std::span<const 
   const SampleResult r = grammar_ ? grammar_->sample(sampler_, logits) : sampler_.sample(logits);
   const int32_t id = r.token;
   sampler_.accept(id);
-  if (grammar_) grammar_->accept(id);
+  if (grammar_)
+    grammar_->accept(id);
+  else if (lazy_)
+    watch_trigger(id);
   ++generated_;
   TokenOutput out;
   const bool eog = stop_at_eog_ && tok_.is_eog(id);
@@ -42,6 +48,22 @@ TokenOutput SequenceOutput::next(std::span<const float> logits, std::span<const 
   if (!eog) e.text = stops_.push(emitted);
   out.stop = eog || stops_.stopped();
   return out;
+}
+
+void SequenceOutput::watch_trigger(int32_t id) {
+  LazyGrammar& l = *lazy_;
+  if (l.trie->is_end_token(id) || id < 0 || static_cast<size_t>(id) >= l.trie->n_tokens()) return;
+  l.tail += l.trie->piece(id);
+  const size_t at = l.tail.find(l.trigger);
+  if (at == std::string::npos) {
+    const size_t keep = l.trigger.size() - 1;  // a trigger begun but not finished
+    if (l.tail.size() > keep) l.tail.erase(0, l.tail.size() - keep);
+    return;
+  }
+  grammar_.emplace(std::move(l.grammar), std::move(l.trie));
+  const std::string from_trigger = l.tail.substr(at);
+  lazy_.reset();
+  if (!grammar_->accept_text(from_trigger)) grammar_.reset();
 }
 
 const std::string& SequenceOutput::flush() {

@@ -57,7 +57,18 @@ class SequenceOutput {
  private:
   const Tokenizer& tok_;
   Sampler sampler_;
+  // The grammar not yet applied (a lazy one, waiting for its trigger), and the end of the
+  // reply's bytes where the trigger may begin.
+  struct LazyGrammar {
+    std::shared_ptr<const Grammar> grammar;
+    std::shared_ptr<const TokenTrie> trie;
+    std::string trigger;
+    std::string tail;
+  };
+  void watch_trigger(int32_t id);
+
   std::optional<GrammarConstraint> grammar_;
+  std::optional<LazyGrammar> lazy_;
   StreamingDetokenizer detok_;
   StopMatcher stops_;
   bool stop_at_eog_;

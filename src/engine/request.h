@@ -84,6 +84,11 @@ struct GenerationRequest {
   // Constrained decoding: when set, every generated token continues a match of this grammar and
   // the reply ends only where the grammar may (sampling/grammar_constraint.h).
   std::shared_ptr<const Grammar> grammar;
+  // A lazy grammar (tool_choice "auto"): when not empty, the reply is free until this text
+  // appears in it; from its first byte on, the reply must match `grammar`. (If the token that
+  // completes the trigger also carries text the grammar refuses, the grammar is dropped and
+  // the reply stays free.)
+  std::string grammar_trigger;
   // Control tokens in the reply come out as their text (tool-call formats whose markers are
   // control tokens: [TOOL_CALLS], <|channel|>, ...); end-of-generation tokens never do.
   bool render_special = false;

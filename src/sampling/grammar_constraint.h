@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "sampling/grammar.h"
@@ -32,6 +33,9 @@ class GrammarConstraint {
   SampleResult sample(Sampler& sampler, std::span<const float> logits);
   // Records the chosen token (its piece goes into the matcher; an end token adds nothing).
   void accept(int32_t token);
+  // Records text generated before the grammar applied (a lazy grammar's trigger and what
+  // followed it in the same token); false when the grammar refuses it.
+  bool accept_text(std::string_view bytes) { return matcher_.accept_bytes(bytes); }
 
   // The text so far is a whole match of the grammar.
   bool complete() const { return matcher_.can_end(); }

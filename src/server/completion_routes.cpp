@@ -196,6 +196,7 @@ Server::Impl::Submitted Server::Impl::submit(Api api, const json& body, const Pa
   req.stop = pr.stop;
   req.stop_at_eog = !pr.ignore_eos;
   req.grammar = pr.grammar;
+  req.grammar_trigger = pr.grammar_trigger;
   req.render_special = pr.render_special;
   apply_sampling(body, pr, vocab, req);
   Submitted g;

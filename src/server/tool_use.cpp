@@ -32,6 +32,22 @@ std::shared_ptr<const Grammar> forced_calls(const ParsedRequest& pr, chat::ToolF
   }
 }
 
+// tool_choice "auto": a lazy grammar, so a call the model opens is well formed; free text is
+// untouched. Left out when the reply is already constrained (response_format), the format has
+// no opener, or a function's schema is one the converter refuses (the calls are then read
+// unconstrained rather than the request refused: "auto" promises no shape).
+void constrain_opened_calls(ParsedRequest& pr, chat::ToolFormat format) {
+  const std::optional<std::string> trigger = chat::tool_call_trigger(format);
+  if (pr.grammar || !trigger) return;
+  try {
+    const nlohmann::json tools = nlohmann::json::parse(pr.tools.dump());
+    pr.grammar = std::make_shared<const Grammar>(
+        Grammar::parse(chat::tool_call_gbnf(format, tools, std::nullopt, pr.tool_use.parallel)));
+    pr.grammar_trigger = *trigger;
+  } catch (const Error&) {
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<ToolCallReader> plan_tool_use(ParsedRequest& pr, chat::ToolFormat format) {
@@ -40,6 +56,7 @@ std::unique_ptr<ToolCallReader> plan_tool_use(ParsedRequest& pr, chat::ToolForma
   if (choice == ToolChoice::Required || choice == ToolChoice::Named)
     pr.grammar = forced_calls(pr, format);
   if (format == chat::ToolFormat::None) return nullptr;
+  if (choice == ToolChoice::Auto) constrain_opened_calls(pr, format);
   pr.render_special = chat::tool_format_needs_special_tokens(format);
   return std::make_unique<ToolCallReader>(format, nlohmann::json::parse(pr.tools.dump()));
 }

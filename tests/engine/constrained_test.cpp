@@ -8,6 +8,7 @@
 
 #include "common/shared_data.h"
 #include "engine/engine.h"
+#include "sampling/json_schema_grammar.h"
 
 namespace hearth {
 namespace {
@@ -48,9 +49,12 @@ class Constrained : public ::testing::Test {
     };
     return q;
   }
-  Reply run(const std::string& grammar, float temp, uint64_t seed) {
+  Reply run(const std::string& grammar, float temp, uint64_t seed,
+            const std::string& trigger = "") {
     Reply r;
-    EXPECT_TRUE(engine_->submit(request(grammar, temp, seed, &r)).ok());
+    GenerationRequest q = request(grammar, temp, seed, &r);
+    q.grammar_trigger = trigger;
+    EXPECT_TRUE(engine_->submit(std::move(q)).ok());
     engine_->run_until_idle();
     EXPECT_TRUE(r.finished);
     return r;
@@ -104,6 +108,33 @@ TEST_F(Constrained, UnconstrainedNeighboursAreUnchanged) {
   EXPECT_EQ(plain.tokens, alone.tokens);
   EXPECT_TRUE(std::regex_match(constrained.text, std::regex(R"([a-z ]{1,30}\.)")))
       << constrained.text;
+}
+
+// A lazy grammar (tool_choice "auto"): the reply is free, exactly as without a grammar, until
+// the trigger text appears; from the trigger on it matches the grammar.
+TEST_F(Constrained, LazyGrammarAppliesFromItsTrigger) {
+  int applied = 0;
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    const Reply free = run("", 1.0f, seed);
+    ASSERT_GE(free.tokens.size(), 8u);
+    // The trigger: two generated tokens' text, so the free run shows where it first appears.
+    const std::string trigger =
+        tok_->token_to_piece(free.tokens[4], true) + tok_->token_to_piece(free.tokens[5], true);
+    const size_t at = free.text.find(trigger);
+    if (trigger.empty() || at == std::string::npos) continue;  // bytes of a split character
+    const std::string g = "root ::= " + gbnf_literal(trigger) + " \" <\" [0-9]{1,3} \">\"";
+    const Reply lazy = run(g, 1.0f, seed, trigger);
+    ASSERT_EQ(lazy.reason, FinishReason::Stop) << lazy.error;
+    const size_t end = at + trigger.size();
+    EXPECT_EQ(lazy.text.substr(0, end), free.text.substr(0, end)) << "free before the trigger";
+    EXPECT_TRUE(std::regex_match(lazy.text.substr(end), std::regex(R"( <[0-9]{1,3}>)")))
+        << "seed " << seed << ": '" << lazy.text << "'";
+    ++applied;
+  }
+  EXPECT_GE(applied, 4);
+  // A trigger that never appears leaves the reply free.
+  const Reply none = run("root ::= \"zzz\"", 1.0f, 3, "\x01\x02never");
+  EXPECT_EQ(none.text, run("", 1.0f, 3).text);
 }
 
 }  // namespace
