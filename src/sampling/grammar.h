@@ -67,7 +67,9 @@ inline bool is_end_op(GrammarOp op) {
 // Bounds on what a grammar may cost; a grammar past one is rejected at parse time.
 struct GrammarLimits {
   size_t max_text_bytes = 256 * 1024;
-  size_t max_rules = 4096;        // after groups and repetitions became rules
+  // After groups and repetitions became rules: x{0,n} takes n of them, and a JSON Schema's
+  // maxLength 10000 (the largest count) must fit beside the rest.
+  size_t max_rules = 32768;
   size_t max_nesting = 64;        // depth of parentheses
   uint32_t max_repeat = 10000;    // a bound in x{m,n}
   size_t max_elements = 1 << 20;  // all rules' elements together, after rewriting
