@@ -218,7 +218,8 @@ std::string tool_call_gbnf(ToolFormat format, const json& tools,
     return body;
   };
   try {
-    return json_schemas_to_gbnf(schemas, root);
+    // Arguments spaced as the templates' tojson writes them: the history repeats the reply.
+    return json_schemas_to_gbnf(schemas, root, /*template_style=*/true);
   } catch (const Error& e) {
     throw Error(fmt::format("a tool's parameters schema: {}", e.what()));
   }

@@ -2,7 +2,9 @@
 // function), written the way the format's models write them and the way their chat templates
 // render calls back into the history, so the next turn's prompt repeats the reply's text and
 // the prefix cache keeps it. Each call's arguments follow its function's `parameters` schema
-// (sampling/json_schema_grammar.h; a function without one takes any object).
+// (sampling/json_schema_grammar.h; a function without one takes any object), written as the
+// templates' `tojson` writes JSON (", " and ": ", nothing else), so the arguments rendered back
+// from a call are the reply's own text.
 #pragma once
 
 #include <nlohmann/json.hpp>

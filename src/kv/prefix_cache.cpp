@@ -177,47 +177,73 @@ PrefixMatch PrefixCache::match(std::span<const int32_t> tokens, int64_t max_toke
   return take_restoring(path, state_slot, [](const Step&, int64_t) { return true; });
 }
 
-PrefixMatch PrefixCache::match_text(std::span<const int32_t> lead, std::string_view text,
-                                    int64_t max_tokens, int32_t state_slot) {
-  ++stats_.lookups;
+int64_t PrefixCache::match_text_below(const Node* node, int64_t pos, size_t off, const TextQuery& q,
+                                      int& branches, std::vector<Step>& path) const {
+  struct Candidate {
+    Node* node;
+    int64_t used;
+    size_t bytes;
+  };
   const int64_t bt = pool_.block_tokens();
-  std::vector<Step> path;
-  Node* node = root_.get();
-  int64_t pos = 0;
-  size_t off = 0;  // text matched so far
-  while (pos < max_tokens) {
-    Node* best = nullptr;
-    int64_t best_used = 0;
-    size_t best_bytes = 0;
+  int64_t total = 0;
+  std::vector<Candidate> found;
+  while (true) {
+    found.clear();
     for (const auto& c : node->children) {
       int64_t used = 0;
       size_t bytes = 0;
-      for (size_t i = 0; i < c->tokens.size() && pos + used < max_tokens; ++i) {
+      for (size_t i = 0; i < c->tokens.size() && pos + used < q.max_tokens; ++i) {
         const auto g = static_cast<size_t>(pos + used);
-        if (g < lead.size()) {  // matched by id; such tokens stand for no text of the prompt
-          if (c->tokens[i] != lead[g] || (c->has_text && c->text_begin(i) != c->ends[i])) break;
+        if (g < q.lead.size()) {  // matched by id; such tokens stand for no text of the prompt
+          if (c->tokens[i] != q.lead[g] || (c->has_text && c->text_begin(i) != c->ends[i])) break;
         } else {
           if (!c->has_text) break;
           const std::string_view piece =
               std::string_view(c->text).substr(c->text_begin(i), c->ends[i] - c->text_begin(i));
-          if (text.substr(off + bytes, piece.size()) != piece) break;
+          if (q.text.substr(off + bytes, piece.size()) != piece) break;
           bytes += piece.size();
         }
         ++used;
       }
-      if (used > best_used || (used == best_used && used > 0 && best->block < 0 && c->block >= 0)) {
-        best = c.get();
-        best_used = used;
-        best_bytes = bytes;
-      }
+      if (used > 0) found.push_back({c.get(), used, bytes});
     }
-    if (best_used == 0) break;
-    path.push_back({best, best_used});
-    pos += best_used;
-    off += best_bytes;
-    if (best_used < bt) break;
-    node = best;
+    if (found.empty()) return total;
+    const auto whole =
+        std::count_if(found.begin(), found.end(), [&](const Candidate& c) { return c.used == bt; });
+    if (whole > 1 && branches > 0) break;  // several blocks spell this text: try each below
+    const Candidate* best = &found[0];
+    for (const Candidate& c : found)
+      if (c.used > best->used ||
+          (c.used == best->used && best->node->block < 0 && c.node->block >= 0))
+        best = &c;
+    path.push_back({best->node, best->used});
+    total += best->used;
+    if (best->used < bt) return total;
+    pos += best->used;
+    off += best->bytes;
+    node = best->node;
   }
+  std::vector<Step> best_path;
+  int64_t best_below = -1;
+  for (const Candidate& c : found) {
+    if (c.used != bt || branches-- <= 0) continue;
+    std::vector<Step> sub{{c.node, c.used}};
+    const int64_t below = match_text_below(c.node, pos + c.used, off + c.bytes, q, branches, sub);
+    if (below > best_below) {
+      best_below = below;
+      best_path = std::move(sub);
+    }
+  }
+  path.insert(path.end(), best_path.begin(), best_path.end());
+  return total + bt + best_below;
+}
+
+PrefixMatch PrefixCache::match_text(std::span<const int32_t> lead, std::string_view text,
+                                    int64_t max_tokens, int32_t state_slot) {
+  ++stats_.lookups;
+  std::vector<Step> path;
+  int branches = 64;
+  int64_t pos = match_text_below(root_.get(), 0, 0, {lead, text, max_tokens}, branches, path);
   // A match may not end on a token without text (bytes of an incomplete character, emitted
   // with a later token): the text after it would repeat them.
   auto may_end = [&](const Step& st, int64_t end) {

@@ -177,6 +177,18 @@ class PrefixCache {
   // May a match end after `step` (at global position `end`)?
   using MayEnd = std::function<bool(const Step& step, int64_t end)>;
 
+  // A text prompt's match below `node` (its tokens from `pos`, its text from `off`): the path
+  // (appended to `path`) that matches the most tokens. Whole blocks matched by text are
+  // followed; when two siblings both match all their tokens (the same text spelled with
+  // different tokens: a reply and its re-rendering), both are explored, `branches` bounding how
+  // many such extra explorations a lookup makes. Returns the tokens matched.
+  struct TextQuery {
+    std::span<const int32_t> lead;
+    std::string_view text;
+    int64_t max_tokens;
+  };
+  int64_t match_text_below(const Node* node, int64_t pos, size_t off, const TextQuery& q,
+                           int& branches, std::vector<Step>& path) const;
   PrefixMatch take(const std::vector<Step>& path);
   PrefixMatch take_restoring(std::vector<Step>& path, int32_t state_slot, const MayEnd& may_end);
   Snapshot* cut_to_snapshot(std::vector<Step>& path, const MayEnd& may_end);

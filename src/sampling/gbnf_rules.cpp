@@ -117,15 +117,36 @@ std::string RuleSet::primitive(std::string_view name) {
   const Primitive* p = find_primitive(name);
   if (p == nullptr) fail("internal: no shared GBNF rule '{}'", name);
   if (bodies_.count(p->name) != 0) return p->name;
-  bodies_[p->name] = p->body;
+  std::string body = p->body;
+  if (style_ == JsonStyle::Template && name == "ws") body = R"("")";
+  if (style_ == JsonStyle::Template && name == "char") {
+    body = find_primitive("key-char")->body;
+    primitive("key-escape");
+  }
+  bodies_[p->name] = std::move(body);
   order_.push_back(p->name);
   for (const char* dep : p->uses) primitive(dep);
   return p->name;
 }
 
+namespace {
+
+void replace_all(std::string& s, std::string_view from, std::string_view to) {
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
+}
+
+}  // namespace
+
 std::string RuleSet::text() const {
   std::string out = "root ::= " + root_ + "\n";
   for (const std::string& name : order_) out += name + " ::= " + bodies_.at(name) + "\n";
+  if (style_ == JsonStyle::Template) {
+    // Every separator is written `ws "," ws` / `ws ":" ws` (a quote inside a literal is
+    // escaped, so literals never hold this text): Python's json.dumps spacing instead.
+    replace_all(out, R"(ws "," ws)", R"(", ")");
+    replace_all(out, R"(ws ":" ws)", R"(": ")");
+  }
   return out;
 }
 

@@ -11,9 +11,16 @@
 
 namespace hearth::gbnf {
 
+// How JSON is spaced. Free: compact or with bounded whitespace, any escapes. Template: exactly
+// as chat templates' `tojson` (Python's json.dumps) writes it: ", " and ": " between tokens,
+// no other whitespace, canonical escapes, non-ASCII characters raw. A reply in that style comes
+// back into the next prompt byte for byte (tool-call arguments).
+enum class JsonStyle { Free, Template };
+
 class RuleSet {
  public:
-  explicit RuleSet(size_t max_rules) : max_rules_(max_rules) {}
+  explicit RuleSet(size_t max_rules, JsonStyle style = JsonStyle::Free)
+      : max_rules_(max_rules), style_(style) {}
 
   // `name ::= body` under a fresh name made from `hint`, or the name of an earlier rule with the
   // same body. `where` (a schema path) prefixes the error when the rule budget is spent.
@@ -39,6 +46,7 @@ class RuleSet {
   std::string fresh_name(std::string_view hint, std::string_view where);
 
   size_t max_rules_;
+  JsonStyle style_;
   std::string root_;
   std::vector<std::string> order_;              // names, in creation order
   std::map<std::string, std::string> bodies_;   // name -> body ("" while reserved)

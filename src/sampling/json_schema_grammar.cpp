@@ -367,8 +367,9 @@ std::string json_schema_to_gbnf(const nlohmann::json& schema) {
 
 std::string json_schemas_to_gbnf(
     const std::vector<nlohmann::json>& schemas,
-    const std::function<std::string(const std::vector<std::string>&)>& root) {
-  gbnf::RuleSet rules(gbnf::kMaxRules);
+    const std::function<std::string(const std::vector<std::string>&)>& root, bool template_style) {
+  gbnf::RuleSet rules(gbnf::kMaxRules,
+                      template_style ? gbnf::JsonStyle::Template : gbnf::JsonStyle::Free);
   std::vector<std::string> elements;
   for (size_t i = 0; i < schemas.size(); ++i) {
     try {

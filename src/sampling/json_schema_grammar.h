@@ -70,10 +70,13 @@ std::string json_schema_to_gbnf(const nlohmann::json& schema);
 // Several schemas in one grammar (tool calls: one arguments schema per function): each schema's
 // rules are added under names made from "s<i>", and `root` writes the root rule's body from the
 // elements (rule names or atoms) standing for each schema's instances. Errors as above, prefixed
-// with "schema <i>: ".
+// with "schema <i>: ". `template_style`: the JSON is spaced exactly as chat templates' `tojson`
+// (Python's json.dumps) writes it — ", " and ": " between tokens, no other whitespace,
+// canonical escapes — so a reply's JSON comes back into the next prompt unchanged.
 std::string json_schemas_to_gbnf(
     const std::vector<nlohmann::json>& schemas,
-    const std::function<std::string(const std::vector<std::string>&)>& root);
+    const std::function<std::string(const std::vector<std::string>&)>& root,
+    bool template_style = false);
 // `text` as a GBNF literal, for such a root.
 std::string gbnf_literal(std::string_view text);
 // The grammar for any JSON object (response_format {"type": "json_object"}).

@@ -40,31 +40,31 @@ const std::string kU = "\xE2\x96\x81";   // ▁
 std::vector<Case> cases() {
   return {
       {ToolFormat::Hermes,
-       "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\":\"Paris\",\"days\":3}}"
+       "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 3}}"
        "\n</tool_call>"},
       {ToolFormat::Qwen3Coder,
        "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
        "<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>"},
       {ToolFormat::Llama3,
-       "{\"name\": \"get_weather\", \"parameters\": {\"city\":\"Paris\","
-       "\"days\":3}}"},
+       "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\", \"days\": 3}}"},
       {ToolFormat::Mistral,
        "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": "
-       "{\"city\":\"Paris\",\"days\":3}, \"id\": \"a1B2c3D4e\"}]"},
+       "{\"city\": \"Paris\", \"days\": 3}, \"id\": \"a1B2c3D4e\"}]"},
       {ToolFormat::DeepSeek, "<" + kDs + "tool" + kU + "calls" + kU + "begin" + kDs + "><" + kDs +
                                  "tool" + kU + "call" + kU + "begin" + kDs + ">function<" + kDs +
                                  "tool" + kU + "sep" + kDs +
                                  ">get_weather\n```json\n"
-                                 "{\"city\":\"Paris\",\"days\":3}\n```<" +
+                                 "{\"city\": \"Paris\", \"days\": 3}\n```<" +
                                  kDs + "tool" + kU + "call" + kU + "end" + kDs + "><" + kDs +
                                  "tool" + kU + "calls" + kU + "end" + kDs + ">"},
       {ToolFormat::CommandR,
        "<|START_ACTION|>[\n    {\"tool_call_id\": \"0\", \"tool_name\": \"get_weather\", "
-       "\"parameters\": {\"city\":\"Paris\",\"days\":3}}\n]<|END_ACTION|>"},
-      {ToolFormat::Functionary, "<function=get_weather>{\"city\":\"Paris\",\"days\":3}</function>"},
+       "\"parameters\": {\"city\": \"Paris\", \"days\": 3}}\n]<|END_ACTION|>"},
+      {ToolFormat::Functionary,
+       "<function=get_weather>{\"city\": \"Paris\", \"days\": 3}</function>"},
       {ToolFormat::Harmony,
        "<|channel|>commentary to=functions.get_weather <|constrain|>json"
-       "<|message|>{\"city\":\"Paris\",\"days\":3}"},
+       "<|message|>{\"city\": \"Paris\", \"days\": 3}"},
   };
 }
 
@@ -85,9 +85,16 @@ TEST(ToolCallGrammar, EachFormatsGrammarAcceptsWhatItsParserReads) {
 TEST(ToolCallGrammar, ArgumentsFollowTheSchema) {
   const std::string gbnf = tool_call_gbnf(ToolFormat::Hermes, kTools, std::nullopt, false);
   const std::string head = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": ";
-  EXPECT_FALSE(accepts(gbnf, head + "{\"city\":\"Paris\"}}\n</tool_call>"));  // days required
-  EXPECT_FALSE(accepts(gbnf, head + "{\"city\":\"Paris\",\"days\":0}}\n</tool_call>"));
-  EXPECT_FALSE(accepts(gbnf, "Sure! " + head + "{\"city\":\"P\",\"days\":1}}\n</tool_call>"));
+  EXPECT_FALSE(accepts(gbnf, head + "{\"city\": \"Paris\"}}\n</tool_call>"));  // days required
+  EXPECT_FALSE(accepts(gbnf, head + "{\"city\": \"Paris\", \"days\": 0}}\n</tool_call>"));
+  EXPECT_FALSE(accepts(gbnf, "Sure! " + head + "{\"city\": \"P\", \"days\": 1}}\n</tool_call>"));
+  // Spaced and escaped as the templates' tojson writes JSON, and nothing else.
+  EXPECT_TRUE(accepts(gbnf, head + "{\"city\": \"P\\n\u00e9\", \"days\": 1}}\n</tool_call>"))
+      << "raw non-ASCII, canonical escapes";
+  EXPECT_FALSE(accepts(gbnf, head + "{\"city\": \"P\\u00e9\", \"days\": 1}}\n</tool_call>"));
+  EXPECT_FALSE(accepts(gbnf, head + "{\"city\":\"P\",\"days\":1}}\n</tool_call>"));
+  EXPECT_FALSE(accepts(gbnf, head + "{ \"city\": \"P\", \"days\": 1}}\n</tool_call>"));
+  EXPECT_FALSE(accepts(gbnf, head + "{\"city\": \"\\/\", \"days\": 1}}\n</tool_call>"));
   // A function without parameters takes any object.
   EXPECT_TRUE(accepts(gbnf,
                       "<tool_call>\n{\"name\": \"ping\", \"arguments\": {\"x\": [1]}}\n"
@@ -100,7 +107,7 @@ TEST(ToolCallGrammar, NamedFunctionAndParallelCalls) {
   EXPECT_TRUE(accepts(one, ping));
   EXPECT_FALSE(accepts(one,
                        "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
-                       "{\"city\":\"P\",\"days\":1}}\n</tool_call>"));
+                       "{\"city\": \"P\", \"days\": 1}}\n</tool_call>"));
   EXPECT_FALSE(accepts(one, ping + "\n" + ping));
   const std::string many = tool_call_gbnf(ToolFormat::Hermes, kTools, std::string("ping"), true);
   EXPECT_TRUE(accepts(many, ping + "\n" + ping + "\n" + ping));

@@ -90,6 +90,45 @@ TEST(KvManager, AttachByTextAdoptsTheCachedTokens) {
   expect_all_returned(kv);
 }
 
+// Two cached conversations may spell the same text with different tokens (a reply, and the
+// same text tokenized afresh when it came back in a prompt): a text match must follow the one
+// whose blocks go on matching, not stop at the first sibling that matches a whole block.
+TEST(KvManager, AttachByTextTriesEverySpellingOfTheSameText) {
+  const KvGeometry g = geometry();
+  KvManager kv(g, g.bytes_per_block() * 16, cache_on());
+  const int64_t bt = kv.pool().block_tokens();
+  ASSERT_EQ(bt, 4);
+  // "abcd" + "efgh", and "abcd" (other tokens) + "wxyz" + "pqrs": one byte per token.
+  auto turn = [&](int64_t id, std::vector<int32_t> tokens, const std::string& text) {
+    std::vector<uint32_t> ends(tokens.size());
+    std::iota(ends.begin(), ends.end(), 1u);
+    ASSERT_TRUE(kv.allocate_slots(id, 0, static_cast<int64_t>(tokens.size())));
+    kv.cache_finished({id, tokens, static_cast<int64_t>(tokens.size()), {text, ends}});
+  };
+  turn(1, {1, 2, 3, 4, 5, 6, 7, 8}, "abcdefgh");
+  turn(2, {11, 12, 13, 14, 21, 22, 23, 24, 31, 32, 33, 34}, "abcdwxyzpqrs");
+
+  std::vector<int32_t> tokens = {99};
+  TextAttach t{0, "abcdwxyzpqrs and more", [&](const PrefixMatch& m) {
+                 tokens = m.tokens;
+                 tokens.push_back(7);
+                 return std::span<const int32_t>(tokens);
+               }};
+  EXPECT_EQ(kv.attach(3, tokens, &t, 100), 12);
+  EXPECT_EQ(tokens, (std::vector<int32_t>{11, 12, 13, 14, 21, 22, 23, 24, 31, 32, 33, 34, 7}));
+  kv.free(3);
+  // The other spelling still wins where it goes further.
+  TextAttach t2{0, "abcdefgh!", [&](const PrefixMatch& m) {
+                  tokens = m.tokens;
+                  tokens.push_back(7);
+                  return std::span<const int32_t>(tokens);
+                }};
+  EXPECT_EQ(kv.attach(4, tokens, &t2, 100), 8);
+  EXPECT_EQ(tokens, (std::vector<int32_t>{1, 2, 3, 4, 5, 6, 7, 8, 7}));
+  kv.free(4);
+  expect_all_returned(kv);
+}
+
 // A finished turn: cached at once up to its last token, which takes one more cache-only row in
 // the shared partial block (copied on write), then all of it is cached and freed.
 TEST(KvManager, FinishedTurnCachesUnfinishedThenFinished) {
