@@ -31,6 +31,7 @@ CpuFeatures detect() {
       f.avx2 = ymm && ((b >> 5) & 1);
       f.avx512f = zmm && ((b >> 16) & 1);
       f.avx512bw = zmm && ((b >> 30) & 1);
+      f.avx512vl = zmm && ((b >> 31) & 1);
       f.avx512vnni = zmm && ((c >> 11) & 1);
     }
     if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) f.avxvnni = ymm && ((a >> 4) & 1);
@@ -40,12 +41,27 @@ CpuFeatures detect() {
   return f;
 }
 
+bool evex_vnni(const CpuFeatures& f) {
+  return f.avx512f && f.avx512vl && f.avx512vnni;
+}
+
 // The highest level the CPU runs, and no higher than `want`.
 SimdLevel clamp(SimdLevel want) {
   const CpuFeatures& f = cpu_features();
   SimdLevel l = SimdLevel::Scalar;
-  if (f.avx2 && f.fma && f.f16c) l = f.avxvnni ? SimdLevel::Avx2Vnni : SimdLevel::Avx2;
+  if (f.avx2 && f.fma && f.f16c)
+    l = f.avxvnni || evex_vnni(f) ? SimdLevel::Avx2Vnni : SimdLevel::Avx2;
   return std::min(l, want);
+}
+
+std::atomic<int> g_evex{-1};
+
+bool default_evex() {
+  const CpuFeatures& f = cpu_features();
+  if (!evex_vnni(f)) return false;
+  if (!f.avxvnni) return true;
+  const char* env = std::getenv("HEARTH_VNNI");
+  return env != nullptr && std::strcmp(env, "evex") == 0;
 }
 
 SimdLevel best_level() {
@@ -73,6 +89,7 @@ std::string CpuFeatures::summary() const {
   add(f16c, "f16c");
   add(avx512f, "avx512f");
   add(avx512bw, "avx512bw");
+  add(avx512vl, "avx512vl");
   add(avx512vnni, "avx512vnni");
   add(avxvnni, "avxvnni");
   return s.empty() ? "none" : s;
@@ -92,6 +109,20 @@ SimdLevel simd_level() {
   return static_cast<SimdLevel>(l);
 }
 
+bool vnni_evex() {
+  int e = g_evex.load(std::memory_order_relaxed);
+  if (e < 0) {
+    e = default_evex() ? 1 : 0;
+    g_evex.store(e, std::memory_order_relaxed);
+  }
+  return e == 1;
+}
+
+void set_vnni_evex(bool evex) {
+  const CpuFeatures& f = cpu_features();
+  if (f.avxvnni && evex_vnni(f)) g_evex.store(evex ? 1 : 0, std::memory_order_relaxed);
+}
+
 void set_simd_level(SimdLevel level) {
   g_level.store(static_cast<int>(clamp(level)), std::memory_order_relaxed);
 }
@@ -99,7 +130,7 @@ void set_simd_level(SimdLevel level) {
 const char* simd_level_name(SimdLevel level) {
   switch (level) {
     case SimdLevel::Avx2Vnni:
-      return "avx2+vnni";
+      return vnni_evex() ? "avx2+avx512vnni" : "avx2+vnni";
     case SimdLevel::Avx2:
       return "avx2";
     default:

@@ -8,11 +8,13 @@
 namespace hearth::ops {
 
 // Ordered: each level has every kernel of the levels below it. Avx2Vnni is Avx2 with the packed
-// matmuls (Q8_0, Q4_0, Q4_K, Q6_K) on vpdpbusd (bit-identical results).
+// matmuls (Q8_0, Q4_0, Q5_0, Q4_K, Q6_K) on vpdpbusd over 256-bit vectors (bit-identical
+// results), encoded as AVX-VNNI (VEX) or, on CPUs with AVX-512 VNNI but not AVX-VNNI (Zen 4,
+// Ice Lake .. Sapphire Rapids), as AVX512-VNNI + AVX512-VL (EVEX).
 enum class SimdLevel { Scalar = 0, Avx2 = 1, Avx2Vnni = 2 };
 
 struct CpuFeatures {
-  bool avx2 = false, fma = false, f16c = false, avx512f = false, avx512bw = false,
+  bool avx2 = false, fma = false, f16c = false, avx512f = false, avx512bw = false, avx512vl = false,
        avx512vnni = false, avxvnni = false;
   std::string summary() const;
 };
@@ -24,6 +26,12 @@ const CpuFeatures& cpu_features();
 SimdLevel simd_level();
 void set_simd_level(SimdLevel level);  // clamps to what the CPU supports
 const char* simd_level_name(SimdLevel level);
+
+// At Avx2Vnni: whether vpdpbusd comes in its EVEX (AVX512-VNNI + VL) encoding — when the CPU
+// has no AVX-VNNI, or when asked by HEARTH_VNNI=evex or set_vnni_evex(true) on a CPU with both
+// (tests and comparisons). Either encoding gives the same integers.
+bool vnni_evex();
+void set_vnni_evex(bool evex);  // ignored unless the CPU has both encodings
 
 // Whether the AVX2 kernels run at the current level (never off x86-64).
 inline bool use_avx2() {

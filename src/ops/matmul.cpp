@@ -116,7 +116,9 @@ void check(const MatrixView& w, const mm::Acts& x) {
 
 void rows_dispatch(bool simd, const MatrixView& w, const mm::Acts& x, float* y, int64_t r0,
                    int64_t r1) {
-  if (simd && simd_level() >= SimdLevel::Avx2Vnni && mm::rows_avxvnni(w, x, y, w.n_rows, r0, r1))
+  if (simd && simd_level() >= SimdLevel::Avx2Vnni &&
+      (vnni_evex() ? mm::rows_avx512vnni(w, x, y, w.n_rows, r0, r1)
+                   : mm::rows_avxvnni(w, x, y, w.n_rows, r0, r1)))
     return;
   if (simd && mm::rows_avx2(w, x, y, w.n_rows, r0, r1)) return;
   mm::rows_scalar(w, x, y, w.n_rows, r0, r1);
@@ -317,6 +319,9 @@ bool avx2_has_kernel(TensorType) {
   return false;
 }
 bool rows_avxvnni(const MatrixView&, const Acts&, float*, int64_t, int64_t, int64_t) {
+  return false;
+}
+bool rows_avx512vnni(const MatrixView&, const Acts&, float*, int64_t, int64_t, int64_t) {
   return false;
 }
 }  // namespace hearth::ops::mm

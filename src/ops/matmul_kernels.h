@@ -54,5 +54,8 @@ bool avx2_has_kernel(TensorType w);
 // computing nothing, for any other matrix.
 bool rows_avxvnni(const MatrixView& w, const Acts& x, float* y, int64_t y_stride, int64_t r0,
                   int64_t r1);
+// The same on AVX512-VNNI + VL (EVEX vpdpbusd on 256-bit vectors), for CPUs without AVX-VNNI.
+bool rows_avx512vnni(const MatrixView& w, const Acts& x, float* y, int64_t y_stride, int64_t r0,
+                     int64_t r1);
 
 }  // namespace hearth::ops::mm

@@ -18,3 +18,10 @@ double peak_s8s8(int64_t iters);
 double peak_u8s8(int64_t iters);
 
 }  // namespace hearth::tools::detail::avxvnni
+
+namespace hearth::tools::detail::avx512vnni {
+
+double peak_s8s8(int64_t iters);
+double peak_u8s8(int64_t iters);
+
+}  // namespace hearth::tools::detail::avx512vnni

@@ -32,11 +32,24 @@ inline int64_t ulp_diff(float a, float b) {
   return d < 0 ? -d : d;
 }
 
-// Restores the SIMD level a test changed.
+// Restores the SIMD level (and the VNNI encoding) a test changed.
 struct LevelGuard {
   ops::SimdLevel saved = ops::simd_level();
-  ~LevelGuard() { ops::set_simd_level(saved); }
+  bool saved_evex = ops::vnni_evex();
+  ~LevelGuard() {
+    ops::set_simd_level(saved);
+    ops::set_vnni_evex(saved_evex);
+  }
 };
+
+// The encodings of vpdpbusd this CPU runs (false: AVX-VNNI, true: AVX512-VNNI + VL), for the
+// Avx2Vnni level's kernels.
+inline std::vector<bool> vnni_encodings() {
+  const ops::CpuFeatures& f = ops::cpu_features();
+  const bool evex = f.avx512f && f.avx512vl && f.avx512vnni;
+  if (f.avxvnni && evex) return {false, true};
+  return {evex};
+}
 
 // Those of `wanted` that this CPU runs, in the order given.
 inline std::vector<ops::SimdLevel> levels_available(std::initializer_list<ops::SimdLevel> wanted) {

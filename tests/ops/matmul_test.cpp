@@ -454,11 +454,14 @@ TEST(Matmul, SimdMatchesScalarReference) {
               // Levels above AVX2 change instructions, never results.
               for (SimdLevel l : levels()) {
                 if (l <= SimdLevel::Avx2) continue;
-                std::vector<float> y_l(y_simd.size(), -3.0f);
-                set_simd_level(l);
-                matmul(m, a, y_l.data(), pool);
-                EXPECT_EQ(std::memcmp(y_l.data(), y_simd.data(), y_l.size() * 4), 0)
-                    << what << " " << simd_level_name(l) << " differs from avx2";
+                for (bool evex : test::vnni_encodings()) {
+                  std::vector<float> y_l(y_simd.size(), -3.0f);
+                  set_simd_level(l);
+                  set_vnni_evex(evex);
+                  matmul(m, a, y_l.data(), pool);
+                  EXPECT_EQ(std::memcmp(y_l.data(), y_simd.data(), y_l.size() * 4), 0)
+                      << what << " " << simd_level_name(l) << " differs from avx2";
+                }
               }
               if (HasFailure()) return;
             }
@@ -523,24 +526,26 @@ TEST(Matmul, IntegerDotsAreExact) {
     std::vector<float> deq(static_cast<size_t>(cols));
     std::vector<float> y(static_cast<size_t>(rows * n_tok));
     for (SimdLevel level : levels())
-      for (bool pack : layouts(type)) {
-        const MatrixView& m = pack ? pk : plain;
-        set_simd_level(level);
-        matmul(m, a, y.data(), pool);
-        for (int64_t r = 0; r < rows; ++r) {
-          dequantize_row(type, m.row(r), deq.data(), cols);
-          for (int64_t t = 0; t < n_tok; ++t) {
-            int64_t want = 0;
-            for (int64_t i = 0; i < cols; ++i) {
-              ASSERT_EQ(deq[i], std::round(deq[i]));
-              want += static_cast<int64_t>(deq[i]) * activation_qs(a, t)[i];
+      for (bool evex : test::vnni_encodings())
+        for (bool pack : layouts(type)) {
+          const MatrixView& m = pack ? pk : plain;
+          set_simd_level(level);
+          set_vnni_evex(evex);
+          matmul(m, a, y.data(), pool);
+          for (int64_t r = 0; r < rows; ++r) {
+            dequantize_row(type, m.row(r), deq.data(), cols);
+            for (int64_t t = 0; t < n_tok; ++t) {
+              int64_t want = 0;
+              for (int64_t i = 0; i < cols; ++i) {
+                ASSERT_EQ(deq[i], std::round(deq[i]));
+                want += static_cast<int64_t>(deq[i]) * activation_qs(a, t)[i];
+              }
+              ASSERT_EQ(y[t * rows + r], static_cast<float>(want))
+                  << type_name(type) << " " << simd_level_name(level) << (pack ? " packed" : "")
+                  << " r=" << r << " t=" << t;
             }
-            ASSERT_EQ(y[t * rows + r], static_cast<float>(want))
-                << type_name(type) << " " << simd_level_name(level) << (pack ? " packed" : "")
-                << " r=" << r << " t=" << t;
           }
         }
-      }
   }
 }
 
