@@ -42,7 +42,7 @@ CpuFeatures detect() {
 }
 
 bool evex_vnni(const CpuFeatures& f) {
-  return f.avx512f && f.avx512vl && f.avx512vnni;
+  return f.avx512f && f.avx512bw && f.avx512vl && f.avx512vnni;
 }
 
 // The highest level the CPU runs, and no higher than `want`.
@@ -60,8 +60,9 @@ bool default_evex() {
   const CpuFeatures& f = cpu_features();
   if (!evex_vnni(f)) return false;
   if (!f.avxvnni) return true;
+  // Both: the AVX-512 kernels (Q8_0 on 512-bit vectors), unless HEARTH_VNNI=vex.
   const char* env = std::getenv("HEARTH_VNNI");
-  return env != nullptr && std::strcmp(env, "evex") == 0;
+  return env == nullptr || std::strcmp(env, "vex") != 0;
 }
 
 SimdLevel best_level() {

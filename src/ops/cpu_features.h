@@ -27,9 +27,10 @@ SimdLevel simd_level();
 void set_simd_level(SimdLevel level);  // clamps to what the CPU supports
 const char* simd_level_name(SimdLevel level);
 
-// At Avx2Vnni: whether vpdpbusd comes in its EVEX (AVX512-VNNI + VL) encoding — when the CPU
-// has no AVX-VNNI, or when asked by HEARTH_VNNI=evex or set_vnni_evex(true) on a CPU with both
-// (tests and comparisons). Either encoding gives the same integers.
+// At Avx2Vnni: whether the AVX-512 build of the packed kernels runs (EVEX vpdpbusd; Q8_0 on
+// 512-bit vectors) — on any CPU with AVX-512 F/BW/VL/VNNI, unless HEARTH_VNNI=vex or
+// set_vnni_evex(false) picks the AVX-VNNI build on a CPU with both (tests and comparisons).
+// Both give the same integers, so the same results.
 bool vnni_evex();
 void set_vnni_evex(bool evex);  // ignored unless the CPU has both encodings
 

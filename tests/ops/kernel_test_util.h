@@ -46,7 +46,7 @@ struct LevelGuard {
 // Avx2Vnni level's kernels.
 inline std::vector<bool> vnni_encodings() {
   const ops::CpuFeatures& f = ops::cpu_features();
-  const bool evex = f.avx512f && f.avx512vl && f.avx512vnni;
+  const bool evex = f.avx512f && f.avx512bw && f.avx512vl && f.avx512vnni;
   if (f.avxvnni && evex) return {false, true};
   return {evex};
 }

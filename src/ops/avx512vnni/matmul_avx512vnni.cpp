@@ -1,9 +1,12 @@
 // The packed kernels (ops/avx2/packed_matmul.h) on vpdpbusd in its AVX512-VNNI + AVX512-VL
 // encoding (EVEX, still on 256-bit vectors): the VNNI path for CPUs that have AVX-512 VNNI but
 // not AVX-VNNI (AMD Zen 4, Intel Ice Lake to Sapphire Rapids). Compiled with -mavx2 -mfma -mf16c
-// -mavx512f -mavx512vl -mavx512vnni; called only at SimdLevel::Avx2Vnni when ops::vnni_evex().
-// The same instruction as ops/avxvnni/matmul_avxvnni.cpp in another encoding: the same exact
-// int32 sums, so every result is bit-identical to the AVX2 and AVX-VNNI kernels'.
+// -mavx512f -mavx512bw -mavx512vl -mavx512vnni; called only at SimdLevel::Avx2Vnni when
+// ops::vnni_evex(). The same exact int32 sums as ops/avxvnni/matmul_avxvnni.cpp, so every result
+// is bit-identical to the AVX2 and AVX-VNNI kernels'; Q8_0 runs on 512-bit vectors (PQ8Zmm).
+// GCC 12's AVX-512 intrinsics pass _mm*_undefined_*() values to their builtins, which
+// -Wmaybe-uninitialized reports (a false positive; nothing reads those lanes).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
 #include "ops/avx2/kernel_helpers.h"
@@ -20,6 +23,42 @@ struct DotVnniEvex {
   }
 };
 
+// Q8_0 on 512-bit vectors: one load brings two 4-byte steps of the group's 8 rows (the packed
+// layout unchanged), each token's 8 activation bytes go to the low half (step 2k) and the high
+// half (step 2k + 1), and one vpdpbusd does both steps. AVX-512 has no vpsignb, so |w| comes
+// from vpabsb and w's sign moves onto a by a masked negation (0 - a where w < 0; where w = 0,
+// |w| = 0 makes the product 0 either way, and -(-128) wraps exactly as vpsignb's does). The two
+// halves' int32 sums add into the block's exact I_b: the same integers as PQ8, so the same
+// floats after.
+struct PQ8Zmm : OneScalePerBlock<PQ8Zmm> {
+  static constexpr size_t kBlock = 16 + 256;
+  static constexpr int kTP = 8;  // 32 vector registers: 8 int + 8 float accumulators and more
+  template <int T>
+  static MM_INLINE void block(const uint8_t* p, const TileActs<T>& xa, int64_t b, __m256i* is) {
+    // Lanes 0-7 take the first activation dword, lanes 8-15 the second.
+    const __m512i halves = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    __m512i z[T];
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j) z[j] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      const __m512i w = _mm512_loadu_si512(p + 16 + 64 * k);
+      const __m512i aw = _mm512_abs_epi8(w);  // read unsigned: -128 -> 128
+      const __mmask64 negative = _mm512_movepi8_mask(w);
+#pragma GCC unroll 8
+      for (int j = 0; j < T; ++j) {
+        const auto* a = reinterpret_cast<const __m128i*>(xa.q[j] + 32 * b + 8 * k);
+        __m512i av = _mm512_permutexvar_epi32(halves, _mm512_zextsi128_si512(_mm_loadl_epi64(a)));
+        av = _mm512_mask_sub_epi8(av, negative, _mm512_setzero_si512(), av);
+        z[j] = _mm512_dpbusd_epi32(z[j], aw, av);
+      }
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j)
+      is[j] = _mm256_add_epi32(_mm512_castsi512_si256(z[j]), _mm512_extracti64x4_epi64(z[j], 1));
+  }
+};
+
 }  // namespace
 
 bool rows_avx512vnni(const MatrixView& w, const Acts& x, float* y, int64_t y_stride, int64_t r0,
@@ -28,7 +67,7 @@ bool rows_avx512vnni(const MatrixView& w, const Acts& x, float* y, int64_t y_str
   const Ctx c{w, x, y, y_stride};
   switch (w.type) {
     case TensorType::Q8_0:
-      drive_packed<PQ8<DotVnniEvex>>(c, r0, r1);
+      drive_packed<PQ8Zmm>(c, r0, r1);
       return true;
     case TensorType::Q4_0:
       drive_packed<PQ4<DotVnniEvex>>(c, r0, r1);
