@@ -119,10 +119,15 @@ MM_INLINE void nibble_pair_sums(const uint8_t* steps, const TileActs<T>& xa, int
 }
 
 // Their exact dots in int32 lanes, each step's four products straight into them (for dots that
-// do not saturate: D::kWideAccumulate).
+// do not saturate: D::kWideAccumulate). A policy with its own wider loop for them
+// (D::nibble_dots: the AVX-512 build) gives the same integers.
 template <class D, int T>
 MM_INLINE void nibble_dots(const uint8_t* steps, const TileActs<T>& xa, int64_t a_off,
                            __m256i* s32) {
+  if constexpr (requires { D::kOwnNibbleDots; }) {
+    D::template nibble_dots<T>(steps, xa, a_off, s32);
+    return;
+  }
   nibble_steps<T>(
       steps, xa, a_off, s32,
       [](__m256i acc, __m256i lo, __m256i alo, __m256i hi, __m256i ahi)

@@ -3,7 +3,8 @@
 // not AVX-VNNI (AMD Zen 4, Intel Ice Lake to Sapphire Rapids). Compiled with -mavx2 -mfma -mf16c
 // -mavx512f -mavx512bw -mavx512vl -mavx512vnni; called only at SimdLevel::Avx2Vnni when
 // ops::vnni_evex(). The same exact int32 sums as ops/avxvnni/matmul_avxvnni.cpp, so every result
-// is bit-identical to the AVX2 and AVX-VNNI kernels'; Q8_0 runs on 512-bit vectors (PQ8Zmm).
+// is bit-identical to the AVX2 and AVX-VNNI kernels'; Q8_0 (PQ8Zmm) and the nibble formats' dots
+// (Q4_0, Q4_K: DotVnniEvex::nibble_dots) run on 512-bit vectors.
 // GCC 12's AVX-512 intrinsics pass _mm*_undefined_*() values to their builtins, which
 // -Wmaybe-uninitialized reports (a false positive; nothing reads those lanes).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -16,10 +17,49 @@
 namespace hearth::ops::mm {
 namespace {
 
+// The exact int32 sums of a vector's two 256-bit halves.
+MM_INLINE __m256i add_halves(__m512i z) {
+  return _mm256_add_epi32(_mm512_castsi512_si256(z), _mm512_extracti64x4_epi64(z, 1));
+}
+
+// dword `lo` of v into lanes 0-7 and dword `hi` into lanes 8-15.
+MM_INLINE __m512i two_dwords(__m128i v, int lo, int hi) {
+  const __m512i idx =
+      _mm512_set_epi32(hi, hi, hi, hi, hi, hi, hi, hi, lo, lo, lo, lo, lo, lo, lo, lo);
+  return _mm512_permutexvar_epi32(idx, _mm512_zextsi128_si512(v));
+}
+
 struct DotVnniEvex {
   static constexpr bool kWideAccumulate = true;
   static MM_INLINE __m256i dot4(__m256i acc, __m256i u, __m256i s) {
     return _mm256_dpbusd_epi32(acc, u, s);
+  }
+  // The nibble layout's four steps (packed_matmul.h: nibble_steps) two at a time: one load
+  // brings steps 2k and 2k + 1 of the 8 rows; the token's 16 activation bytes give the low
+  // nibbles' dwords (0 and 2) and the high nibbles' (1 and 3) to the two halves.
+  static constexpr bool kOwnNibbleDots = true;
+  template <int T>
+  static MM_INLINE void nibble_dots(const uint8_t* steps, const TileActs<T>& xa, int64_t a_off,
+                                    __m256i* s32) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512i z[T];
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j) z[j] = _mm512_setzero_si512();
+#pragma GCC unroll 2
+    for (int k = 0; k < 2; ++k) {
+      const __m512i v = _mm512_loadu_si512(steps + 64 * k);
+      const __m512i lo = _mm512_and_si512(v, m4);
+      const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+#pragma GCC unroll 8
+      for (int j = 0; j < T; ++j) {
+        const __m128i a =
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(xa.q[j] + a_off + 16 * k));
+        z[j] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(z[j], lo, two_dwords(a, 0, 2)), hi,
+                                   two_dwords(a, 1, 3));
+      }
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j) s32[j] = add_halves(z[j]);
   }
 };
 
@@ -54,8 +94,7 @@ struct PQ8Zmm : OneScalePerBlock<PQ8Zmm> {
       }
     }
 #pragma GCC unroll 8
-    for (int j = 0; j < T; ++j)
-      is[j] = _mm256_add_epi32(_mm512_castsi512_si256(z[j]), _mm512_extracti64x4_epi64(z[j], 1));
+    for (int j = 0; j < T; ++j) is[j] = add_halves(z[j]);
   }
 };
 
