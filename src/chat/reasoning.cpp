@@ -1,23 +1,10 @@
 #include "chat/reasoning.h"
 
+#include "chat/text_scan.h"
+
 #include <algorithm>
 
 namespace hearth::chat {
-namespace {
-
-bool is_ws(char c) {
-  return c == ' ' || c == '\n' || c == '\r' || c == '\t';
-}
-
-// Length of the longest suffix of s that is a proper prefix of marker.
-size_t partial_suffix(std::string_view s, std::string_view marker) {
-  const size_t max = std::min(s.size(), marker.size() - 1);
-  for (size_t n = max; n > 0; --n)
-    if (s.substr(s.size() - n) == marker.substr(0, n)) return n;
-  return 0;
-}
-
-}  // namespace
 
 std::optional<ReasoningMarkers> detect_reasoning_markers(std::string_view src) {
   static const ReasoningMarkers kKnown[] = {{"<seed:think>", "</seed:think>"},
@@ -30,7 +17,7 @@ std::optional<ReasoningMarkers> detect_reasoning_markers(std::string_view src) {
 }
 
 bool prompt_opens_reasoning(std::string_view prompt, const ReasoningMarkers& m) {
-  while (!prompt.empty() && is_ws(prompt.back())) prompt.remove_suffix(1);
+  while (!prompt.empty() && is_space(prompt.back())) prompt.remove_suffix(1);
   return !m.open.empty() && prompt.size() >= m.open.size() &&
          prompt.substr(prompt.size() - m.open.size()) == m.open;
 }
@@ -58,7 +45,7 @@ void ReasoningSplitter::step(ReasoningDelta& out, bool final) {
   while (true) {
     if (strip_leading_) {
       size_t n = 0;
-      while (n < pending_.size() && is_ws(pending_[n])) ++n;
+      while (n < pending_.size() && is_space(pending_[n])) ++n;
       pending_.erase(0, n);
       if (pending_.empty()) return;
       strip_leading_ = false;
@@ -66,7 +53,7 @@ void ReasoningSplitter::step(ReasoningDelta& out, bool final) {
     switch (state_) {
       case State::Start: {
         size_t ws = 0;
-        while (ws < pending_.size() && is_ws(pending_[ws])) ++ws;
+        while (ws < pending_.size() && is_space(pending_[ws])) ++ws;
         std::string_view rest = std::string_view(pending_).substr(ws);
         if (rest.size() >= m_.open.size() && rest.substr(0, m_.open.size()) == m_.open) {
           pending_.erase(0, ws + m_.open.size());
@@ -83,7 +70,7 @@ void ReasoningSplitter::step(ReasoningDelta& out, bool final) {
         const size_t at = pending_.find(m_.close);
         if (at != std::string::npos) {
           size_t end = at;
-          while (end > 0 && is_ws(pending_[end - 1])) --end;  // trailing whitespace goes
+          while (end > 0 && is_space(pending_[end - 1])) --end;  // trailing whitespace goes
           out.reasoning.append(pending_, 0, end);
           pending_.erase(0, at + m_.close.size());
           state_ = State::Content;
@@ -92,7 +79,7 @@ void ReasoningSplitter::step(ReasoningDelta& out, bool final) {
         }
         if (final) {
           size_t end = pending_.size();
-          while (end > 0 && is_ws(pending_[end - 1])) --end;
+          while (end > 0 && is_space(pending_[end - 1])) --end;
           out.reasoning.append(pending_, 0, end);
           pending_.clear();
           return;
@@ -100,7 +87,7 @@ void ReasoningSplitter::step(ReasoningDelta& out, bool final) {
         // Hold a possible partial close marker and trailing whitespace (it may precede it).
         size_t keep = partial_suffix(pending_, m_.close);
         size_t emit = pending_.size() - keep;
-        while (emit > 0 && is_ws(pending_[emit - 1])) --emit;
+        while (emit > 0 && is_space(pending_[emit - 1])) --emit;
         out.reasoning.append(pending_, 0, emit);
         pending_.erase(0, emit);
         return;

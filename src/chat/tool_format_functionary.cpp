@@ -42,25 +42,11 @@ Header match_header(std::string_view text) {
           std::string(text.substr(start, i - start)), i + 1};
 }
 
-class FunctionaryParser : public ToolCallParser {
- public:
-  ToolDelta push(std::string_view text) override {
-    pending_ += text;
-    ToolDelta out;
-    step(out, false);
-    return out;
-  }
-
-  ToolDelta finish() override {
-    ToolDelta out;
-    step(out, true);
-    return out;
-  }
-
+class FunctionaryParser : public BufferedParser {
  private:
   enum class State { Content, JsonArguments, FunctionBody, AfterCall };
 
-  void step(ToolDelta& out, bool final) {
+  void step(ToolDelta& out, bool final) override {
     while (true) {
       bool more = false;  // whether the state changed and the rest is to be read again
       switch (state_) {
@@ -169,7 +155,6 @@ class FunctionaryParser : public ToolCallParser {
   }
 
   State state_ = State::Content;
-  std::string pending_;
   std::string opener_;  // the current call's header as written, for when it turns out text
   std::string name_;
 };

@@ -105,25 +105,11 @@ bool is_end_marker(std::string_view marker) {
   return std::find(kEndMarkers.begin(), kEndMarkers.end(), marker) != kEndMarkers.end();
 }
 
-class HarmonyParser : public ToolCallParser {
- public:
-  ToolDelta push(std::string_view text) override {
-    pending_ += text;
-    ToolDelta out;
-    step(out, false);
-    return out;
-  }
-
-  ToolDelta finish() override {
-    ToolDelta out;
-    step(out, true);
-    return out;
-  }
-
+class HarmonyParser : public BufferedParser {
  private:
   enum class State { MessageStart, Text, CallArguments };
 
-  void step(ToolDelta& out, bool final) {
+  void step(ToolDelta& out, bool final) override {
     while (true) {
       bool more = false;  // whether the state changed and the rest is to be read again
       switch (state_) {
@@ -215,7 +201,6 @@ class HarmonyParser : public ToolCallParser {
   }
 
   State state_ = State::MessageStart;
-  std::string pending_;
   bool text_is_reasoning_ = false;
   std::string header_;     // the current message's header as written, up to and with <|message|>
   std::string call_name_;  // the function a call message is to; empty for another recipient

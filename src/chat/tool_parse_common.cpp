@@ -6,22 +6,10 @@ namespace hearth::chat::tools {
 
 using nlohmann::json;
 
-bool is_space(char c) {
-  return c == ' ' || c == '\n' || c == '\r' || c == '\t';
-}
-
 std::string_view trim(std::string_view s) {
   while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
   while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
   return s;
-}
-
-size_t partial_suffix(std::string_view s, std::string_view marker) {
-  if (marker.empty()) return 0;
-  const size_t max = std::min(s.size(), marker.size() - 1);
-  for (size_t n = max; n > 0; --n)
-    if (s.substr(s.size() - n) == marker.substr(0, n)) return n;
-  return 0;
 }
 
 std::optional<json> parse_json(std::string_view text) {
@@ -89,14 +77,14 @@ std::optional<ToolCall> call_from_object(const json& obj, const char* name_key,
   return call;
 }
 
-ToolDelta DelimitedCallParser::push(std::string_view text) {
-  ToolDelta out;
+ToolDelta BufferedParser::push(std::string_view text) {
   pending_ += text;
+  ToolDelta out;
   step(out, false);
   return out;
 }
 
-ToolDelta DelimitedCallParser::finish() {
+ToolDelta BufferedParser::finish() {
   ToolDelta out;
   step(out, true);
   return out;

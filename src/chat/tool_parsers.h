@@ -12,14 +12,11 @@
 #include <utility>
 #include <vector>
 
+#include "chat/text_scan.h"
 #include "chat/tool_calls.h"
 
 namespace hearth::chat::tools {
 
-// Length of the longest suffix of `s` that is a proper prefix of `marker`: text to hold back,
-// because the next piece may complete the marker.
-size_t partial_suffix(std::string_view s, std::string_view marker);
-bool is_space(char c);
 std::string_view trim(std::string_view s);
 
 // `text` (surrounding whitespace allowed) as one JSON value; nullopt when it is not exactly one.
@@ -40,26 +37,34 @@ std::optional<std::string> arguments_text(const nlohmann::json& args);
 std::optional<ToolCall> call_from_object(const nlohmann::json& obj, const char* name_key,
                                          const char* args_key);
 
+// A parser that gathers the pieces in `pending_` and reads what it can after each (step), the
+// rest at the end (`final`).
+class BufferedParser : public ToolCallParser {
+ public:
+  ToolDelta push(std::string_view text) override;
+  ToolDelta finish() override;
+
+ protected:
+  virtual void step(ToolDelta& out, bool final) = 0;
+  std::string pending_;
+};
+
 // The common shape: content, then calls, each written between an opener and a closer (an empty
 // closer: the call runs to the end of the reply). `parse` turns the text between them into
 // calls (nullopt: malformed; the opener, the text and the closer become content). Whitespace
 // between and after calls is dropped; other text after a call is content again.
-class DelimitedCallParser : public ToolCallParser {
+class DelimitedCallParser : public BufferedParser {
  public:
   using BodyParser = std::function<std::optional<std::vector<ToolCall>>(std::string_view)>;
   DelimitedCallParser(std::string opener, std::string closer, BodyParser parse)
       : opener_(std::move(opener)), closer_(std::move(closer)), parse_(std::move(parse)) {}
 
-  ToolDelta push(std::string_view text) override;
-  ToolDelta finish() override;
-
  private:
-  void step(ToolDelta& out, bool final);
+  void step(ToolDelta& out, bool final) override;
   void close_call(ToolDelta& out, std::string_view body, bool closed);
 
   std::string opener_, closer_;
   BodyParser parse_;
-  std::string pending_;
   bool in_call_ = false;
   bool after_call_ = false;  // whitespace here is dropped
 };

@@ -10,7 +10,10 @@ namespace hearth::server {
 
 namespace {
 
-std::shared_ptr<const Grammar> forced_calls(const ParsedRequest& pr, chat::ToolFormat format) {
+using nlohmann::json;
+
+std::shared_ptr<const Grammar> forced_calls(const ParsedRequest& pr, const json& tools,
+                                            chat::ToolFormat format) {
   const char* param = "tool_choice";
   if (format == chat::ToolFormat::None)
     bad_param(param,
@@ -23,7 +26,6 @@ std::shared_ptr<const Grammar> forced_calls(const ParsedRequest& pr, chat::ToolF
   std::optional<std::string> only;
   if (pr.tool_use.choice == ToolChoice::Named) only = pr.tool_use.name;
   try {
-    const nlohmann::json tools = nlohmann::json::parse(pr.tools.dump());
     return std::make_shared<const Grammar>(
         Grammar::parse(chat::tool_call_gbnf(format, tools, only, pr.tool_use.parallel)));
   } catch (const Error& e) {
@@ -36,11 +38,10 @@ std::shared_ptr<const Grammar> forced_calls(const ParsedRequest& pr, chat::ToolF
 // untouched. Left out when the reply is already constrained (response_format), the format has
 // no opener, or a function's schema is one the converter refuses (the calls are then read
 // unconstrained rather than the request refused: "auto" promises no shape).
-void constrain_opened_calls(ParsedRequest& pr, chat::ToolFormat format) {
+void constrain_opened_calls(ParsedRequest& pr, const json& tools, chat::ToolFormat format) {
   const std::optional<std::string> trigger = chat::tool_call_trigger(format);
   if (pr.grammar || !trigger) return;
   try {
-    const nlohmann::json tools = nlohmann::json::parse(pr.tools.dump());
     pr.grammar = std::make_shared<const Grammar>(
         Grammar::parse(chat::tool_call_gbnf(format, tools, std::nullopt, pr.tool_use.parallel)));
     pr.grammar_trigger = *trigger;
@@ -53,12 +54,13 @@ void constrain_opened_calls(ParsedRequest& pr, chat::ToolFormat format) {
 std::unique_ptr<ToolCallReader> plan_tool_use(ParsedRequest& pr, chat::ToolFormat format) {
   const ToolChoice choice = pr.tool_use.choice;
   if (choice == ToolChoice::None) return nullptr;
+  const json tools = json::parse(pr.tools.dump());  // the request's order is the template's
   if (choice == ToolChoice::Required || choice == ToolChoice::Named)
-    pr.grammar = forced_calls(pr, format);
+    pr.grammar = forced_calls(pr, tools, format);
   if (format == chat::ToolFormat::None) return nullptr;
-  if (choice == ToolChoice::Auto) constrain_opened_calls(pr, format);
+  if (choice == ToolChoice::Auto) constrain_opened_calls(pr, tools, format);
   pr.render_special = chat::tool_format_needs_special_tokens(format);
-  return std::make_unique<ToolCallReader>(format, nlohmann::json::parse(pr.tools.dump()));
+  return std::make_unique<ToolCallReader>(format, tools);
 }
 
 }  // namespace hearth::server

@@ -4,35 +4,19 @@
 // that a real JSON Schema validator (ajv) accepts — streamed (assembled from the deltas) and not.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import Ajv from 'ajv';
-import OpenAI from 'openai';
-import { startServer } from './serve.mjs';
+import { startSynthQwen3 } from './serve.mjs';
 
-const BIN = process.env.HEARTH_BIN;
-const VOCAB = path.join(path.dirname(process.env.HEARTH_TEST_MODEL), '..', 'tokenizers',
-                        'vocab-qwen3.gguf');
 const SEEDS = 20;
-let proc, base, client, dir;
+let client, base, stop;
 
 before(async () => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-structured-'));
-  const model = path.join(dir, 'tiny-qwen3.gguf');
-  execFileSync(BIN, ['synth', '--preset', 'tiny-qwen3', '--vocab', VOCAB, '--type', 'Q8_0',
-                     '-o', model], { stdio: 'ignore' });
-  ({ proc, base } = await startServer(BIN, ['-m', model, '--ctx', '1024', '-t', '2']));
-  client = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'unused', maxRetries: 0 });
+  ({ client, base, stop } =
+    await startSynthQwen3(process.env.HEARTH_BIN, process.env.HEARTH_TEST_MODEL, 1024));
 });
 
 after(async () => {
-  if (proc) {
-    proc.kill('SIGTERM');
-    await new Promise((r) => proc.on('exit', r));
-  }
-  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  if (stop) await stop();
 });
 
 // Ten schemas over the keywords people use: nested objects, arrays with bounds, enums, consts,

@@ -6,35 +6,19 @@
 // turn from the prefix cache.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import Ajv from 'ajv';
-import OpenAI from 'openai';
-import { startServer } from './serve.mjs';
+import { startSynthQwen3 } from './serve.mjs';
 
-const BIN = process.env.HEARTH_BIN;
-const VOCAB = path.join(path.dirname(process.env.HEARTH_TEST_MODEL), '..', 'tokenizers',
-                        'vocab-qwen3.gguf');
 const SEEDS = 8;
-let proc, base, client, dir;
+let client, stop;
 
 before(async () => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-tools-'));
-  const model = path.join(dir, 'tiny-qwen3.gguf');
-  execFileSync(BIN, ['synth', '--preset', 'tiny-qwen3', '--vocab', VOCAB, '--type', 'Q8_0',
-                     '-o', model], { stdio: 'ignore' });
-  ({ proc, base } = await startServer(BIN, ['-m', model, '--ctx', '2048', '-t', '2']));
-  client = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'unused', maxRetries: 0 });
+  ({ client, stop } =
+    await startSynthQwen3(process.env.HEARTH_BIN, process.env.HEARTH_TEST_MODEL, 2048));
 });
 
 after(async () => {
-  if (proc) {
-    proc.kill('SIGTERM');
-    await new Promise((r) => proc.on('exit', r));
-  }
-  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  if (stop) await stop();
 });
 
 const TOOLS = [
