@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/runtime.h"
 #include "cli/sampler_options.h"
+#include "cli/spec_options.h"
 #include "engine/grammar_vocab.h"
 #include "engine/output.h"
 #include "model/reference_forward.h"
@@ -37,6 +38,7 @@ struct RunOptions {
   std::string kv_mem;
   std::string grammar_file;  // GBNF
   std::string json_schema;   // JSON text, or @FILE
+  SpecFlags spec;
 };
 
 void write_out(const std::string& s) {
@@ -105,7 +107,7 @@ int run(const RunOptions& o) {
 
   const TensorType kv = kv_type_option(o.kv_type);
   auto t_start = Clock::now();
-  int64_t n_gen = 0;
+  int64_t n_gen = 0, n_draft = 0, n_accepted = 0;
   std::string stop = "length";
   double ttft_ms = 0;
   if (o.reference) {
@@ -142,6 +144,7 @@ int run(const RunOptions& o) {
     eo.max_running = 1;
     eo.max_seq_tokens = n_ctx;
     eo.kv_type = kv;
+    eo.spec = spec_options(o.spec);
     if (!o.kv_mem.empty()) eo.kv_bytes = size_option("--kv-mem", o.kv_mem);
     Engine& engine = rt.make_engine(eo);
     GenerationRequest req;
@@ -154,6 +157,8 @@ int run(const RunOptions& o) {
       write_out(e.text);  // a Finished event may carry held-back text
       if (e.kind == EngineEvent::Kind::Finished) {
         n_gen = e.stats.generated_tokens;
+        n_draft = e.stats.draft_tokens;
+        n_accepted = e.stats.draft_accepted;
         ttft_ms = e.stats.ttft_ms;
         stop = finish_reason_name(e.reason);
         if (e.reason == FinishReason::Error) fail("generation failed: {}", e.error);
@@ -179,6 +184,10 @@ int run(const RunOptions& o) {
                  ttft_ms, static_cast<long long>(n_gen), total_ms,
                  n_gen > 1 && gen_ms > 0 ? 1000.0 * static_cast<double>(n_gen - 1) / gen_ms : 0.0,
                  stop.c_str(), static_cast<unsigned long long>(seed));
+    if (n_draft > 0)
+      std::fprintf(stderr, "hearth: drafted %lld tokens, accepted %lld (%.1f%%)\n",
+                   static_cast<long long>(n_draft), static_cast<long long>(n_accepted),
+                   100.0 * static_cast<double>(n_accepted) / static_cast<double>(n_draft));
   }
   return 0;
 }
@@ -194,6 +203,7 @@ void add_run(CLI::App& app, Context& ctx) {
   cmd->add_option("-f,--file", o->prompt_file, "Read the prompt from a file");
   cmd->add_option("-n,--n-predict", o->n_predict, "Tokens to generate")->capture_default_str();
   add_sampler_options(cmd, o->sampling);
+  add_spec_options(cmd, o->spec);
   cmd->add_option("--stop", o->stop, "Stop string (repeatable; not printed)");
   cmd->add_option("-c,--ctx", o->n_ctx, "Context size (default: min(training context, 4096))");
   cmd->add_flag("-v,--verbose", o->verbose, "Print timing statistics to stderr");

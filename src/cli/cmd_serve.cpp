@@ -17,6 +17,7 @@
 #include "chat/tool_calls.h"
 #include "cli/commands.h"
 #include "cli/runtime.h"
+#include "cli/spec_options.h"
 #include "download/downloader.h"
 #include "server/server.h"
 #include "util/error.h"
@@ -39,6 +40,7 @@ struct ServeOptions {
   std::string cache_disk_max = "8G";
   std::string snapshot_mem;
   bool no_cache = false;
+  SpecFlags spec;
   std::string max_body = "8M";
   double read_timeout_s = 5;
   int grace_ms = 5000;
@@ -124,6 +126,7 @@ int serve(ServeOptions o) {
     eo.kv_type = kv;
     if (!o.kv_mem.empty()) eo.kv_bytes = size_option("--kv-mem", o.kv_mem);
     eo.prefix_cache = !o.no_cache;
+    eo.spec = spec_options(o.spec);
     eo.cache_dir = o.cache_dir;
     eo.cache_disk_max = size_option("--cache-disk-max", o.cache_disk_max);
     if (!o.snapshot_mem.empty()) eo.snapshot_bytes = size_option("--snapshot-mem", o.snapshot_mem);
@@ -201,6 +204,7 @@ void add_serve(CLI::App& app, Context& ctx) {
                   "Hybrid models: memory for the prefix cache's recurrent-state snapshots "
                   "(default: half the KV budget, at least one per sequence)");
   cmd->add_flag("--no-cache", o->no_cache, "Turn the prefix cache off (recompute every prompt)");
+  add_spec_options(cmd, o->spec);
   cmd->add_option("--api-key", o->http.api_key,
                   "Require 'Authorization: Bearer KEY' on every endpoint but /health");
   cmd->add_flag("--cors", o->http.cors, "Send CORS headers (Access-Control-Allow-Origin)");

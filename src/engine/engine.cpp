@@ -42,10 +42,19 @@ struct Engine::Sequence {
   bool scheduled_once = false;
   bool cancelled = false;
   int64_t admitted = 0;  // admission order (preemption picks the newest)
+  // Speculative decoding: this step's row (the last token, then the drafts) and the drafts'
+  // length policy.
+  std::vector<int32_t> verify_row;
+  int64_t n_draft = 0;
+  DraftLength draft_len;
 
   Sequence(GenerationRequest r, const Tokenizer& t, const VocabAccess& v,
-           std::shared_ptr<const TokenTrie> trie)
-      : req(std::move(r)), out(req, t, v, std::move(trie)) {}
+           std::shared_ptr<const TokenTrie> trie, int draft_max)
+      : req(std::move(r)), out(req, t, v, std::move(trie)), draft_len(draft_max) {}
+  void drop_draft() {
+    n_draft = 0;
+    verify_row.clear();
+  }
   void emit(EngineEvent e) const {
     e.request_id = id;
     if (req.on_event) req.on_event(e);
@@ -175,6 +184,10 @@ Engine::Engine(const Model& model, const Tokenizer& tokenizer, EngineOptions opt
   if (opt_.max_running <= 0 || opt_.max_queued < 0 || opt_.step_tokens <= 0 ||
       opt_.max_seq_tokens <= 0)
     fail("engine: limits must be positive");
+  if (opt_.spec.draft_max < 0 || opt_.spec.draft_min < 0 || opt_.spec.ngram_min < 1 ||
+      opt_.spec.ngram_max < opt_.spec.ngram_min)
+    fail("engine: draft lengths must be >= 0 and the n-gram range not empty");
+  speculate_ = opt_.spec.mode != SpecMode::Off && opt_.spec.draft_max > 0 && !kv_.recurrent();
   publish_metrics();
 }
 
@@ -213,11 +226,13 @@ SubmitResult Engine::submit(GenerationRequest request) {
   if (need_blocks > kv_.n_blocks())
     return {-1, fmt::format("the prompt needs {} KV blocks; the pool has {}", need_blocks,
                             kv_.n_blocks())};
+  if (request.warm) request.max_tokens = 0;
   if (!request.sampling) request.sampling = plain_sampling(request);
   std::unique_ptr<Sequence> s;
   try {
     std::shared_ptr<const TokenTrie> trie = request.grammar ? grammar_trie_.get() : nullptr;
-    s = std::make_unique<Sequence>(std::move(request), tok_, vocab_access_, std::move(trie));
+    s = std::make_unique<Sequence>(std::move(request), tok_, vocab_access_, std::move(trie),
+                                   opt_.spec.draft_max);
   } catch (const Error& e) {
     return {-1, e.what()};
   }
@@ -231,12 +246,12 @@ SubmitResult Engine::submit(GenerationRequest request) {
   s->stats.prompt_tokens = static_cast<int64_t>(s->tokens.size());
   s->submitted = Clock::now();
   std::lock_guard lock(mu_);
-  if (pending_ >= opt_.max_running + opt_.max_queued)
+  if (!s->req.warm && pending_ >= opt_.max_running + opt_.max_queued)
     return {-1, fmt::format("busy: {} requests running or queued", pending_)};
   s->id = next_id_++;
   const int64_t id = s->id;
+  ++(s->req.warm ? warm_pending_ : pending_);
   inbox_.push_back(std::move(s));
-  ++pending_;
   cv_.notify_one();
   return {id, "", n_prompt};
 }
@@ -258,14 +273,20 @@ void Engine::take_inbox() {
   std::vector<int64_t> cancels;
   {
     std::lock_guard lock(mu_);
-    for (auto& s : inbox_) waiting_.push_back(std::move(s));
+    for (auto& s : inbox_) (s->req.warm ? warming_ : waiting_).push_back(std::move(s));
     inbox_.clear();
     cancels.swap(cancels_);
+  }
+  while (static_cast<int>(warming_.size()) > std::max(0, opt_.max_warm)) {
+    finish(*warming_.front(), FinishReason::Cancelled);
+    warming_.pop_front();
   }
   for (int64_t id : cancels) {
     for (auto& s : running_)
       if (s->id == id) s->cancelled = true;
     for (auto& s : waiting_)
+      if (s->id == id) s->cancelled = true;
+    for (auto& s : warming_)
       if (s->id == id) s->cancelled = true;
   }
 }
@@ -284,10 +305,19 @@ void Engine::finish(Sequence& s, FinishReason reason, const std::string& error) 
   } else {
     kv_.cache_finished(kv_view(s));
   }
+  if (s.req.warm) {
+    record_warm(s);
+    s.emit(s.out.finished(reason, error, s.stats));
+    std::lock_guard lock(mu_);
+    --warm_pending_;
+    return;
+  }
   totals_.prompt_tokens += s.stats.prompt_tokens;
   totals_.cached_tokens += s.stats.cached_tokens;
   totals_.generated_tokens += s.stats.generated_tokens;
   totals_.preemptions += s.stats.preemptions;
+  totals_.draft_tokens += s.stats.draft_tokens;
+  totals_.draft_accepted += s.stats.draft_accepted;
   RequestStats stats = s.stats;
   if (s.stats.generated_tokens > 0)
     stats.decode_ms =
@@ -328,7 +358,10 @@ void Engine::attach_cached_prefix(Sequence& s) {
   TextAttach text{s.n_lead, s.text, [&](const PrefixMatch& m) { return adopt_text_match(s, m); }};
   const bool by_text = s.has_text && !s.admitted_once;
   s.n_computed = kv_.attach(s.id, s.tokens, by_text ? &text : nullptr, opt_.max_seq_tokens - 1);
-  if (!s.admitted_once) s.stats.cached_tokens = s.n_computed;
+  if (!s.admitted_once) {
+    s.stats.cached_tokens = s.n_computed;
+    if (!s.req.warm) count_warm_hits(s);
+  }
   s.admitted_once = true;
 }
 
@@ -360,7 +393,8 @@ SeqFacts Engine::facts(const Sequence& s) const {
           static_cast<int64_t>(s.tokens.size()),
           s.stats.generated_tokens > 0,
           s.completing,
-          kv_.snapshot_stop(s.id, s.n_computed)};
+          kv_.snapshot_stop(s.id, s.n_computed),
+          s.n_draft};
 }
 
 std::vector<SeqFacts> Engine::running_facts() const {
@@ -382,12 +416,15 @@ bool Engine::step() {
   take_inbox();
   // Cancellations and admissions happen at the step boundary.
   drop_cancelled();
+  schedule_warm();  // a warm request gives way before the real ones are admitted...
   admit();
+  schedule_warm();  // ...and one starts when there are none
   if (running_.empty() && completing_.empty()) {
     publish_metrics();
-    return !waiting_.empty();
+    return !waiting_.empty() || !warming_.empty();
   }
   prepare_completing();
+  propose_drafts();
   StepPlan plan = plan_step();
   if (!allocate(plan)) return true;
   if (plan.empty()) return true;
@@ -412,6 +449,80 @@ void Engine::drop_cancelled() {
   };
   drop(running_);
   drop(waiting_);
+  drop(warming_);
+}
+
+// Next-turn warming runs only when nothing else does: a real request waiting, running or
+// completing sets the running warm request aside at this step boundary (what it computed goes
+// to the cache; it resumes from there later); else the oldest warm request starts, one at a
+// time.
+void Engine::schedule_warm() {
+  auto warm =
+      std::find_if(running_.begin(), running_.end(), [](const auto& s) { return s->req.warm; });
+  const bool real_work =
+      !waiting_.empty() || !completing_.empty() ||
+      std::any_of(running_.begin(), running_.end(), [](const auto& s) { return !s->req.warm; });
+  if (real_work) {
+    if (warm == running_.end()) return;
+    preempt(**warm);
+    warming_.push_front(std::move(*warm));
+    running_.erase(warm);
+    return;
+  }
+  while (warm == running_.end() && !warming_.empty()) {
+    std::unique_ptr<Sequence> s = std::move(warming_.front());
+    warming_.pop_front();
+    if (admit_warm(std::move(s))) return;
+  }
+}
+
+// Admits a warm request when the pool's free blocks hold the rest of its prompt (it never
+// evicts cached work); otherwise it is dropped, keeping what it had computed.
+bool Engine::admit_warm(std::unique_ptr<Sequence> s) {
+  s->admitted = admit_counter_++;
+  attach_cached_prefix(*s);
+  const int64_t n = static_cast<int64_t>(s->tokens.size());
+  const int64_t held = (s->n_computed + kv_.block_tokens() - 1) / kv_.block_tokens();
+  const int64_t need = (n + kv_.block_tokens() - 1) / kv_.block_tokens() - held + 1;
+  if (n >= opt_.max_seq_tokens || need > kv_.pool().n_free()) {
+    finish(*s, FinishReason::Cancelled);
+    return false;
+  }
+  running_.push_back(std::move(s));
+  return true;
+}
+
+// A finished warm request's work, for the hit and waste counts.
+void Engine::record_warm(const Sequence& s) {
+  const int64_t from = s.stats.cached_tokens;
+  if (s.n_computed <= from) return;
+  warm_records_.push_back(
+      {{s.tokens.begin(), s.tokens.begin() + static_cast<ptrdiff_t>(s.n_computed)}, from});
+  if (warm_records_.size() > 64) {
+    const WarmRecord& old = warm_records_.front();
+    totals_.warm_wasted_tokens += static_cast<int64_t>(old.tokens.size()) - old.from;
+    warm_records_.pop_front();
+  }
+}
+
+// A real request's cached prefix, against what warm requests computed: the warm tokens it
+// reuses count as hit (once per warm request).
+void Engine::count_warm_hits(const Sequence& s) {
+  for (auto it = warm_records_.begin(); it != warm_records_.end();) {
+    const auto n = static_cast<size_t>(std::min<int64_t>(
+        s.n_computed, static_cast<int64_t>(std::min(s.tokens.size(), it->tokens.size()))));
+    const auto common = static_cast<int64_t>(
+        std::mismatch(it->tokens.begin(), it->tokens.begin() + static_cast<ptrdiff_t>(n),
+                      s.tokens.begin())
+            .first -
+        it->tokens.begin());
+    if (common > it->from) {
+      totals_.warm_hit_tokens += common - it->from;
+      it = warm_records_.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
 // Admits what the scheduler lets in, each with its cached prefix; one that turns out longer than
@@ -451,6 +562,26 @@ void Engine::prepare_completing() {
   }
 }
 
+// Speculative decoding: each decoding sequence's drafts for this step (engine/speculation.h),
+// never more than the reply's length or the context leaves room for.
+void Engine::propose_drafts() {
+  for (auto& sp : running_) {
+    Sequence& s = *sp;
+    s.drop_draft();
+    const auto n_tokens = static_cast<int64_t>(s.tokens.size());
+    if (!speculate_ || s.stats.generated_tokens == 0 || s.n_computed + 1 != n_tokens) continue;
+    const int64_t k =
+        std::min({s.draft_len.wanted(), s.req.max_tokens - s.stats.generated_tokens - 1,
+                  opt_.max_seq_tokens - n_tokens - 1});
+    if (k <= 0) continue;
+    std::vector<int32_t> d = ngram_lookup(s.tokens, opt_.spec.ngram_min, opt_.spec.ngram_max, k);
+    if (d.empty() || static_cast<int64_t>(d.size()) < opt_.spec.draft_min) continue;
+    s.verify_row.assign(1, s.tokens.back());
+    s.verify_row.insert(s.verify_row.end(), d.begin(), d.end());
+    s.n_draft = static_cast<int64_t>(d.size());
+  }
+}
+
 StepPlan Engine::plan_step() {
   std::vector<SeqFacts> completing;
   completing.reserve(completing_.size());
@@ -466,6 +597,11 @@ bool Engine::allocate(StepPlan& plan) {
     Sequence& s = *find(plan.rows[i].id);
     if (kv_.allocate_slots(s.id, s.n_computed, plan.rows[i].n)) {
       ++i;
+      continue;
+    }
+    if (s.n_draft > 0) {  // drafts are the first to go: the row decodes its one token
+      s.drop_draft();
+      plan.rows[i].n = 1;
       continue;
     }
     const Shortage shortage = Scheduler::on_shortage(running_facts(), !completing_.empty());
@@ -508,12 +644,17 @@ bool Engine::forward(const std::vector<Row>& rows, std::vector<SeqBatch>& batch)
   batch.reserve(rows.size());
   for (const Row& r : rows) {
     Sequence* s = r.s;
-    const bool last =
-        s->n_computed + r.n == static_cast<int64_t>(s->tokens.size()) && !s->completing;
-    batch.push_back(
-        {std::span(s->tokens).subspan(static_cast<size_t>(s->n_computed), static_cast<size_t>(r.n)),
-         s->n_computed, kv_.block_table(s->id), last ? Logits::Last : Logits::None,
-         kv_.state_slot(s->id), kv_.window_table(s->id)});
+    if (s->n_draft > 0) {  // the last token and its drafts, each row's logits for verify()
+      batch.push_back({s->verify_row, s->n_computed, kv_.block_table(s->id), Logits::All,
+                       kv_.state_slot(s->id), kv_.window_table(s->id)});
+    } else {
+      const bool last = s->n_computed + r.n == static_cast<int64_t>(s->tokens.size()) &&
+                        !s->completing && !s->req.warm;
+      batch.push_back({std::span(s->tokens).subspan(static_cast<size_t>(s->n_computed),
+                                                    static_cast<size_t>(r.n)),
+                       s->n_computed, kv_.block_table(s->id), last ? Logits::Last : Logits::None,
+                       kv_.state_slot(s->id), kv_.window_table(s->id)});
+    }
     if (!s->scheduled_once) {
       s->scheduled_once = true;
       s->stats.queue_ms =
@@ -551,8 +692,22 @@ void Engine::consume(const std::vector<Row>& rows, const std::vector<SeqBatch>& 
       kv_.cache_finished(kv_view(s));
       continue;
     }
+    if (s.n_draft > 0) {
+      const auto n = static_cast<size_t>(rows[i].n);
+      if (verify(s, std::span(logits_.data() + row * V, n * V))) done.push_back(&s);
+      row += n;
+      continue;
+    }
     s.n_computed += rows[i].n;
     kv_.computed(kv_view(s));  // recurrent layers: a snapshot where one is wanted
+    if (s.req.warm) {
+      totals_.warm_tokens += rows[i].n;
+      if (s.n_computed == static_cast<int64_t>(s.tokens.size())) {
+        finish(s, FinishReason::Length);
+        done.push_back(&s);
+      }
+      continue;
+    }
     if (rows[i].kind != StepRow::Kind::Decode) {
       s.stats.prefilled_tokens += rows[i].n;
       totals_.prefilled_tokens += rows[i].n;  // as computed: metrics follow a long prefill
@@ -570,8 +725,9 @@ void Engine::consume(const std::vector<Row>& rows, const std::vector<SeqBatch>& 
   retire(done);
 }
 
-// Samples, emits and appends the sequence's next token; true when that finished it.
-bool Engine::sample(Sequence& s, std::span<const float> l) {
+// Samples, emits and appends the sequence's next token; true when that finished it. `draft`: the
+// token drafted there (counted as accepted when sampled).
+bool Engine::sample(Sequence& s, std::span<const float> l, const int32_t* draft) {
   if (s.req.on_logits) s.req.on_logits(l);
   TokenOutput t;
   try {
@@ -586,6 +742,7 @@ bool Engine::sample(Sequence& s, std::span<const float> l) {
         std::chrono::duration<double, std::milli>(s.first_token - s.submitted).count();
   }
   ++s.stats.generated_tokens;
+  if (draft && *draft == t.event.token) ++s.stats.draft_accepted;
   s.tokens.push_back(t.event.token);
   if (s.has_text) {
     // What the token stands for in the conversation (a token whose bytes are still held back
@@ -606,6 +763,29 @@ bool Engine::sample(Sequence& s, std::span<const float> l) {
   return true;
 }
 
+// A decode row with drafts: samples its logits rows in order while each sampled token is the
+// draft the next row was computed after (engine/speculation.h); true when the reply finished.
+// A rejected draft's K/V is beyond n_computed: overwritten later, never cached.
+bool Engine::verify(Sequence& s, std::span<const float> logits) {
+  const size_t V = static_cast<size_t>(model_.hparams().n_vocab);
+  const std::vector<int32_t> drafts(s.verify_row.begin() + 1, s.verify_row.end());
+  s.drop_draft();
+  s.n_computed += 1;  // the last sampled token
+  kv_.computed(kv_view(s));
+  s.stats.draft_tokens += static_cast<int64_t>(drafts.size());
+  const int64_t accepted_before = s.stats.draft_accepted;
+  bool finished = false;
+  for (size_t j = 0;; ++j) {
+    const int32_t* draft = j < drafts.size() ? &drafts[j] : nullptr;
+    finished = sample(s, logits.subspan(j * V, V), draft);
+    if (finished || !draft || s.tokens.back() != *draft) break;
+    s.n_computed += 1;  // the draft's K/V is the chosen token's
+  }
+  const int64_t accepted = s.stats.draft_accepted - accepted_before;
+  s.draft_len.verified(static_cast<int64_t>(drafts.size()), accepted);
+  return finished;
+}
+
 // Completing replies that cached their last token leave; sequences that finished this step
 // leave the running set, the ones still caching their last token for the completing set.
 void Engine::retire(const std::vector<Sequence*>& done) {
@@ -620,7 +800,9 @@ void Engine::retire(const std::vector<Sequence*>& done) {
 
 void Engine::publish_metrics() {
   EngineMetrics m = totals_;
-  m.running = static_cast<int>(running_.size());
+  m.running = static_cast<int>(
+      std::count_if(running_.begin(), running_.end(), [](const auto& s) { return !s->req.warm; }));
+  m.warming = static_cast<int>(running_.size()) - m.running + static_cast<int>(warming_.size());
   m.queued = static_cast<int>(waiting_.size());
   m.kv_blocks = kv_.n_blocks();
   m.kv_blocks_free = kv_.pool().n_free();
@@ -662,7 +844,7 @@ void Engine::start() {
         // the conversation must find them in the cache, however long the client pauses.
         cv_.wait(lock, [&] {
           return stop_ || !inbox_.empty() || !cancels_.empty() || pending_ > 0 ||
-                 !completing_.empty();
+                 warm_pending_ > 0 || !completing_.empty();
         });
         if (stop_) return;
       }

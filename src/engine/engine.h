@@ -25,6 +25,7 @@
 #include "engine/grammar_vocab.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
+#include "engine/speculation.h"
 #include "kv/kv_manager.h"
 #include "model/batch_forward.h"
 #include "ops/thread_pool.h"
@@ -55,11 +56,18 @@ struct EngineOptions {
   // snapshot per sequence slot) and their finest interval in tokens (kv/kv_manager.h).
   size_t snapshot_bytes = 0;
   int64_t snapshot_interval = 16;
+  // Speculative decoding (engine/speculation.h); off by itself on models with recurrent layers,
+  // whose state cannot be rolled back past a rejected draft.
+  SpecOptions spec;
+  // Next-turn warming (GenerationRequest::warm): the most warm requests kept waiting; a newer
+  // one pushes out the oldest.
+  int max_warm = 4;
 };
 
 // A snapshot for metrics and introspection.
 struct EngineMetrics {
   int running = 0, queued = 0;
+  int warming = 0;  // warm requests running or waiting (not in `running` or `queued`)
   int32_t kv_blocks = 0, kv_blocks_free = 0;
   int64_t kv_blocks_cache_only = 0;  // held by the prefix cache alone (reclaimable)
   size_t kv_bytes_per_token = 0;     // the main blocks (full-attention layers)
@@ -72,6 +80,11 @@ struct EngineMetrics {
   DiskTierStats disk;
   int64_t prompt_tokens = 0, cached_tokens = 0, prefilled_tokens = 0, generated_tokens = 0;
   int64_t preemptions = 0;
+  int64_t draft_tokens = 0, draft_accepted = 0;  // speculative decoding
+  // Next-turn warming: tokens computed by warm requests (not in prefilled_tokens), those of
+  // them a later request found in the cache, and those never used (dropped from the record
+  // of the last 64 warm requests, or whose conversation moved on elsewhere, without a hit).
+  int64_t warm_tokens = 0, warm_hit_tokens = 0, warm_wasted_tokens = 0;
 };
 
 struct SubmitResult {
@@ -122,13 +135,19 @@ class Engine {
   void drop_cancelled();
   void admit();
   void prepare_completing();
+  void schedule_warm();
+  bool admit_warm(std::unique_ptr<Sequence> s);
+  void record_warm(const Sequence& s);
+  void count_warm_hits(const Sequence& s);
+  void propose_drafts();
   StepPlan plan_step();
   bool allocate(StepPlan& plan);
   void give_way(const Shortage& shortage, StepPlan& plan);
   std::vector<Row> resolve(const StepPlan& plan);
   bool forward(const std::vector<Row>& rows, std::vector<SeqBatch>& batch);
   void consume(const std::vector<Row>& rows, const std::vector<SeqBatch>& batch);
-  bool sample(Sequence& s, std::span<const float> logits);
+  bool sample(Sequence& s, std::span<const float> logits, const int32_t* draft = nullptr);
+  bool verify(Sequence& s, std::span<const float> logits);
   void retire(const std::vector<Sequence*>& done);
   SeqFacts facts(const Sequence& s) const;
   std::vector<SeqFacts> running_facts() const;
@@ -149,6 +168,7 @@ class Engine {
   LazyTokenTrie grammar_trie_;  // the vocabulary for constrained sampling, built on first use
   EngineOptions opt_;
   Scheduler sched_;
+  bool speculate_ = false;  // opt_.spec is on and the model can roll back a rejected draft
   BatchForward fwd_;
   std::vector<float> logits_;  // the last step's logits, reused: no allocation per step
   KvManager kv_;               // blocks, prefix cache, disk tier: every sequence's cached state
@@ -160,7 +180,17 @@ class Engine {
   int64_t next_id_ = 1;
   int pending_ = 0;  // submitted and not finished (for admission)
 
+  int warm_pending_ = 0;  // warm requests submitted and not finished (guarded by mu_)
+
   std::deque<std::unique_ptr<Sequence>> waiting_;
+  std::deque<std::unique_ptr<Sequence>> warming_;  // warm requests waiting, oldest first
+  // What finished warm requests computed: each one's tokens and the position its computing
+  // began, until a later request hits it (counted once) or it is pushed out (wasted).
+  struct WarmRecord {
+    std::vector<int32_t> tokens;
+    int64_t from = 0;
+  };
+  std::deque<WarmRecord> warm_records_;
   std::vector<std::unique_ptr<Sequence>> running_;
   std::vector<std::unique_ptr<Sequence>> completing_;  // finished, last token still to cache
   int64_t admit_counter_ = 0;

@@ -24,9 +24,11 @@ struct RequestStats {
   int64_t prefilled_tokens = 0;  // prompt tokens computed (not cached), recomputation included
   int64_t generated_tokens = 0;
   int64_t preemptions = 0;
-  double queue_ms = 0;   // submit -> first scheduled
-  double ttft_ms = 0;    // submit -> first generated token
-  double decode_ms = 0;  // first -> last generated token
+  int64_t draft_tokens = 0;    // speculative decoding: tokens drafted and verified
+  int64_t draft_accepted = 0;  // and those of them the sampler chose (engine/speculation.h)
+  double queue_ms = 0;         // submit -> first scheduled
+  double ttft_ms = 0;          // submit -> first generated token
+  double decode_ms = 0;        // first -> last generated token
 };
 
 struct TokenLogprob {
@@ -92,6 +94,12 @@ struct GenerationRequest {
   // Control tokens in the reply come out as their text (tool-call formats whose markers are
   // control tokens: [TOOL_CALLS], <|channel|>, ...); end-of-generation tokens never do.
   bool render_special = false;
+  // Background work (next-turn warming): the prompt is only computed into the prefix cache, and
+  // only while the engine has nothing else to do: at most one step at a time, set aside at the
+  // next step boundary when a real request arrives (what it computed stays cached), dropped
+  // when the pool has no free blocks for it (it never evicts cached work). No tokens are
+  // generated; the Finished event says Length, or Cancelled when it was dropped.
+  bool warm = false;
   // Called on the engine's thread; must not block for long.
   std::function<void(const EngineEvent&)> on_event;
   // Tests and evaluation: the logits row each generated token is sampled from.

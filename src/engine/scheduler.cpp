@@ -37,8 +37,8 @@ StepPlan Scheduler::plan(std::span<const SeqFacts> completing, std::span<const S
   for (const SeqFacts& s : running) {
     const int64_t remaining = s.remaining();
     if (remaining == 1 && s.generated) {
-      plan.rows.push_back({s.id, 1, StepRow::Kind::Decode});
-      --budget;
+      plan.rows.push_back({s.id, 1 + s.draft, StepRow::Kind::Decode});
+      budget -= 1 + s.draft;
     } else if (remaining > 0) {
       prefill.push_back(&s);
     }

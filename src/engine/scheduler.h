@@ -33,6 +33,8 @@ struct SeqFacts {
   // A position where its prefill chunk must end (the KV manager snapshots the recurrent state
   // there); 0 or <= computed: none.
   int64_t stop_at = 0;
+  // Tokens drafted after its last one (speculative decoding): its decode row verifies them too.
+  int64_t draft = 0;
   int64_t remaining() const { return total - computed; }
   // The most tokens its next prefill chunk may take.
   int64_t chunk_limit() const {
@@ -89,12 +91,12 @@ class Scheduler {
   // the running set has room, up to a request that continues a completing reply.
   size_t admit(std::span<const WaitingFacts> waiting, int n_running) const;
 
-  // The step's rows. Decode tokens first (one per decoding sequence, always scheduled; one per
-  // completing reply), then prefill chunks within what is left of the budget: shortest remaining
-  // prompt first, so a short request is not stuck behind a long one, while the oldest prefill
-  // keeps an eighth of the budget so it cannot starve; newer prompts that all fit get the step
-  // to themselves, every other step at most. Chunks are sized by their cost at their depth and
-  // end at the sequence's stop_at.
+  // The step's rows. Decode tokens first (one per decoding sequence and its drafts, always
+  // scheduled; one per completing reply), then prefill chunks within what is left of the budget:
+  // shortest remaining prompt first, so a short request is not stuck behind a long one, while the
+  // oldest prefill keeps an eighth of the budget so it cannot starve; newer prompts that all fit
+  // get the step to themselves, every other step at most. Chunks are sized by their cost at their
+  // depth and end at the sequence's stop_at.
   StepPlan plan(std::span<const SeqFacts> completing, std::span<const SeqFacts> running);
 
   // With blocks short: completing replies give way first; then a sequence alone in the running

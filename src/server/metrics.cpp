@@ -42,6 +42,8 @@ void Metrics::record(const RequestStats& s, FinishReason reason) {
   prefilled_tokens_ += static_cast<uint64_t>(s.prefilled_tokens);
   generated_tokens_ += static_cast<uint64_t>(s.generated_tokens);
   preemptions_ += static_cast<uint64_t>(s.preemptions);
+  draft_tokens_ += static_cast<uint64_t>(s.draft_tokens);
+  draft_accepted_ += static_cast<uint64_t>(s.draft_accepted);
   if (reason == FinishReason::Cancelled) ++cancelled_;
   if (s.generated_tokens > 0) ttft_ms_.observe(s.ttft_ms);
   if (s.generated_tokens > 1)
@@ -86,6 +88,10 @@ std::string Metrics::render(const MetricsGauges& g) const {
          d(generated_tokens_));
   metric(out, "hearth_preemptions_total", "counter", "Sequences preempted for KV space.",
          d(preemptions_));
+  metric(out, "hearth_draft_tokens_total", "counter",
+         "Speculative decoding: tokens drafted and verified.", d(draft_tokens_));
+  metric(out, "hearth_draft_accepted_total", "counter",
+         "Speculative decoding: drafted tokens the sampler chose.", d(draft_accepted_));
   metric(out, "hearth_prefix_cache_hit_ratio", "gauge",
          "Cached prompt tokens / prompt tokens since start.",
          prompt_tokens_ ? d(cached_tokens_) / d(prompt_tokens_) : 0.0);
@@ -97,6 +103,16 @@ std::string Metrics::render(const MetricsGauges& g) const {
   metric(out, "hearth_requests_running", "gauge", "Sequences in the engine's running set.",
          d(e.running));
   metric(out, "hearth_requests_queued", "gauge", "Sequences waiting to be scheduled.", d(e.queued));
+  metric(out, "hearth_warm_requests", "gauge",
+         "Next-turn warming requests running or waiting (background work).", d(e.warming));
+  metric(out, "hearth_warm_tokens_total", "counter",
+         "Tokens computed ahead by next-turn warming (not in the prefill count).",
+         d(e.warm_tokens));
+  metric(out, "hearth_warm_hit_tokens_total", "counter",
+         "Warmed tokens a later request found in the cache.", d(e.warm_hit_tokens));
+  metric(out, "hearth_warm_wasted_tokens_total", "counter",
+         "Warmed tokens no request used (recorded after the last 64 warm requests).",
+         d(e.warm_wasted_tokens));
   metric(out, "hearth_http_generations_active", "gauge",
          "Generation requests being served over HTTP.", d(g.http_requests_active));
   const int64_t used = e.kv_blocks - e.kv_blocks_free;

@@ -49,6 +49,7 @@ class Metrics {
   uint64_t generated_tokens_ = 0;
   uint64_t cancelled_ = 0;
   uint64_t preemptions_ = 0;
+  uint64_t draft_tokens_ = 0, draft_accepted_ = 0;
   uint64_t errors_4xx_ = 0;
   uint64_t errors_5xx_ = 0;
   Histogram ttft_ms_;

@@ -49,6 +49,8 @@ json timings_json(const RequestStats& s) {
           {"predicted_ms", s.decode_ms},
           {"predicted_per_token_ms", per_tok(s.decode_ms, pred_n > 1 ? pred_n - 1 : 0)},
           {"predicted_per_second", per_sec(s.decode_ms, pred_n > 1 ? pred_n - 1 : 0)},
+          {"draft_n", s.draft_tokens},
+          {"draft_n_accepted", s.draft_accepted},
           {"queue_ms", s.queue_ms}};
 }
 

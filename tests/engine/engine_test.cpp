@@ -93,36 +93,40 @@ TEST_P(EngineExact, BatchedChunkedAndPreemptedEqualAlone) {
   std::vector<std::vector<int32_t>> want;
   for (const auto& p : prompts) want.push_back(alone(f, p, n_gen, kv, pool, *f.tok));
 
-  for (size_t kv_blocks : {64u, 6u}) {  // roomy, and tight enough to force preemption
-    for (int64_t step_tokens : {int64_t{7}, int64_t{64}}) {
-      EngineOptions o;
-      o.kv_type = kv;
-      o.max_running = 4;
-      o.step_tokens = step_tokens;
-      o.max_seq_tokens = 512;
-      o.kv_bytes = kv_blocks * 2 * kv_layout_for(f.model->hparams(), kv, 32).block_bytes() *
-                   static_cast<size_t>(f.model->hparams().n_layer);
-      Engine engine(*f.model, *f.tok, o, pool);
-      ASSERT_EQ(engine.kv_pool().n_blocks(), static_cast<int32_t>(kv_blocks));
-      std::vector<Collected> got(prompts.size());
-      for (size_t i = 0; i < prompts.size(); ++i)
-        ASSERT_TRUE(engine.submit(request(prompts[i], n_gen, &got[i])).ok());
-      engine.run_until_idle();
-      int64_t preemptions = 0;
-      for (size_t i = 0; i < prompts.size(); ++i) {
-        EXPECT_TRUE(got[i].finished);
-        EXPECT_EQ(got[i].tokens, want[i])
-            << "request " << i << " blocks " << kv_blocks << " step " << step_tokens << " reason "
-            << finish_reason_name(got[i].reason);
-        EXPECT_EQ(got[i].stats.prompt_tokens, static_cast<int64_t>(prompts[i].size()));
-        preemptions += got[i].stats.preemptions;
+  // Roomy, and tight enough to force preemption; with and without speculative decoding.
+  for (size_t kv_blocks : {64u, 6u}) {
+    for (SpecMode spec : {SpecMode::Off, SpecMode::Ngram})
+      for (int64_t step_tokens : {int64_t{7}, int64_t{64}}) {
+        EngineOptions o;
+        o.spec.mode = spec;
+        o.kv_type = kv;
+        o.max_running = 4;
+        o.step_tokens = step_tokens;
+        o.max_seq_tokens = 512;
+        o.kv_bytes = kv_blocks * 2 * kv_layout_for(f.model->hparams(), kv, 32).block_bytes() *
+                     static_cast<size_t>(f.model->hparams().n_layer);
+        Engine engine(*f.model, *f.tok, o, pool);
+        ASSERT_EQ(engine.kv_pool().n_blocks(), static_cast<int32_t>(kv_blocks));
+        std::vector<Collected> got(prompts.size());
+        for (size_t i = 0; i < prompts.size(); ++i)
+          ASSERT_TRUE(engine.submit(request(prompts[i], n_gen, &got[i])).ok());
+        engine.run_until_idle();
+        int64_t preemptions = 0;
+        for (size_t i = 0; i < prompts.size(); ++i) {
+          EXPECT_TRUE(got[i].finished);
+          EXPECT_EQ(got[i].tokens, want[i])
+              << "request " << i << " blocks " << kv_blocks << " step " << step_tokens << " reason "
+              << finish_reason_name(got[i].reason) << " spec " << spec_mode_name(spec);
+          EXPECT_EQ(got[i].stats.prompt_tokens, static_cast<int64_t>(prompts[i].size()));
+          preemptions += got[i].stats.preemptions;
+        }
+        EXPECT_EQ(engine.kv_pool().n_free() + engine.cache_only_blocks(),
+                  engine.kv_pool().n_blocks())
+            << "leaked KV blocks";
+        if (kv_blocks == 6 && spec == SpecMode::Off) {
+          EXPECT_GT(preemptions, 0) << "the tight pool should have forced preemption";
+        }
       }
-      EXPECT_EQ(engine.kv_pool().n_free() + engine.cache_only_blocks(), engine.kv_pool().n_blocks())
-          << "leaked KV blocks";
-      if (kv_blocks == 6) {
-        EXPECT_GT(preemptions, 0) << "the tight pool should have forced preemption";
-      }
-    }
   }
 }
 
