@@ -205,6 +205,9 @@ void add_serve(CLI::App& app, Context& ctx) {
                   "(default: half the KV budget, at least one per sequence)");
   cmd->add_flag("--no-cache", o->no_cache, "Turn the prefix cache off (recompute every prompt)");
   add_spec_options(cmd, o->spec);
+  cmd->add_flag(
+      "--no-warm", [o](int64_t) { o->http.warm = false; },
+      "Do not warm a conversation's next turn in the background after a chat reply");
   cmd->add_option("--api-key", o->http.api_key,
                   "Require 'Authorization: Bearer KEY' on every endpoint but /health");
   cmd->add_flag("--cors", o->http.cors, "Send CORS headers (Access-Control-Allow-Origin)");

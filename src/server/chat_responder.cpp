@@ -68,7 +68,10 @@ class ChatResponder : public OpenAiResponder {
   }
 
   std::vector<json> delta(const Delta& d) override {
-    if (!reply_.splits() && !tools_) return {chunk({{"content", d.text}}, nullptr, logprobs(d))};
+    if (!reply_.splits() && !tools_) {
+      said_.content += d.text;
+      return {chunk({{"content", d.text}}, nullptr, logprobs(d))};
+    }
     const Parts p = read(reply_.push(d.text), false);
     std::vector<json> out;
     json delta = split_delta(p);
@@ -99,17 +102,38 @@ class ChatResponder : public OpenAiResponder {
     return reply(std::move(message), o, logprobs(all), finish_reason(o));
   }
 
+  nlohmann::ordered_json reply_message() const override {
+    nlohmann::ordered_json m = {{"role", "assistant"}, {"content", said_.content}};
+    if (!said_.reasoning.empty()) m["reasoning_content"] = said_.reasoning;
+    if (said_.calls.empty()) return m;
+    if (blank(said_.content)) m["content"] = nullptr;
+    nlohmann::ordered_json calls = nlohmann::ordered_json::array();
+    for (const chat::ToolCall& c : said_.calls)
+      calls.push_back({{"id", c.id},
+                       {"type", "function"},
+                       {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+    m["tool_calls"] = std::move(calls);
+    return m;
+  }
+
  private:
   json logprobs(const Delta& d) const {
     return s_.per_token ? chat_logprobs_json(trimmed(d.records), *s_.tok) : json();
   }
 
   // The reasoning split's output through the tool-call parser (when there is one).
+  // Everything read is also kept (reply_message).
   Parts read(const chat::ReasoningDelta& r, bool last) {
-    if (!tools_) return {r.reasoning, r.content, {}};
-    chat::ToolDelta t = tools_->push(r.content);
-    if (last) t.append(tools_->finish());
-    return {r.reasoning + t.reasoning, std::move(t.content), std::move(t.calls)};
+    Parts p{r.reasoning, r.content, {}};
+    if (tools_) {
+      chat::ToolDelta t = tools_->push(r.content);
+      if (last) t.append(tools_->finish());
+      p = {r.reasoning + t.reasoning, std::move(t.content), std::move(t.calls)};
+    }
+    said_.reasoning += p.reasoning;
+    said_.content += p.content;
+    said_.calls.insert(said_.calls.end(), p.calls.begin(), p.calls.end());
+    return p;
   }
 
   void add_call_chunks(const std::vector<chat::ToolCall>& calls, std::vector<json>& out) {
@@ -125,6 +149,7 @@ class ChatResponder : public OpenAiResponder {
 
   chat::ReplyStream reply_;                // the reasoning split, when asked for
   std::unique_ptr<ToolCallReader> tools_;  // the tool calls, when the request has tools
+  Parts said_;                             // the whole reply so far
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "server/client_watch.h"
 #include "server/event_channel.h"
+#include "server/next_turn.h"
 #include "server/prompt_builder.h"
 #include "server/responder.h"
 #include "server/server_impl.h"
@@ -30,6 +31,8 @@ struct Server::Impl::Submitted {
   std::string remote_addr;
   int remote_port = 0;
   int local_port = 0;
+  // A chat request whose next turn is warmed when its reply ends well (null: none).
+  std::shared_ptr<const ParsedRequest> next_turn;
 };
 
 namespace {
@@ -163,6 +166,8 @@ void Server::Impl::handle_generation(Api api, const httplib::Request& http_req,
   g.remote_addr = http_req.remote_addr;
   g.remote_port = http_req.remote_port;
   g.local_port = http_req.local_port;
+  if (opt.warm && api == Api::ChatCompletions && !bp.from_tokens)
+    g.next_turn = std::make_shared<const ParsedRequest>(pr);
 
   ReplySettings s;
   s.meta.id = fmt::format("{}-{}", api == Api::ChatCompletions ? "chatcmpl" : "cmpl",
@@ -240,6 +245,22 @@ void Server::Impl::reply_whole(Responder& responder, const Submitted& g, httplib
   }
   if (o.reason == FinishReason::Error) throw generation_failed(o);
   send_json(res, responder.whole(all, o));
+  warm_next_turn(g, responder, o);
+}
+
+void Server::Impl::warm_next_turn(const Submitted& g, const Responder& responder,
+                                  const Outcome& o) {
+  if (!g.next_turn || o.client_gone ||
+      (o.reason != FinishReason::Stop && o.reason != FinishReason::Length))
+    return;
+  std::optional<TextPrompt> text =
+      next_turn_prompt(*g.next_turn, responder.reply_message(), *formatter, *tok);
+  if (!text) return;
+  GenerationRequest req;
+  req.prompt_text = std::move(*text);
+  req.warm = true;
+  req.context_limit = model.n_ctx;  // a history past the context is never sent: not warmed
+  engine->submit(std::move(req));   // a refusal only means nothing is warmed
 }
 
 bool Server::Impl::stream_events(Responder& responder, const Submitted& g, bool& finished,
@@ -269,6 +290,7 @@ bool Server::Impl::stream_events(Responder& responder, const Submitted& g, bool&
   } else {
     for (const json& payload : responder.finish(o))
       if (ok) ok = write(payload);
+    if (ok) warm_next_turn(g, responder, o);
   }
   if (ok && responder.ends_with_done()) {
     const std::string done = sse_done();

@@ -69,6 +69,9 @@ class Responder {
   virtual bool ends_with_done() const { return true; }
   // Answered whole: the body, from the whole generation (every delta appended).
   virtual nlohmann::json whole(const Delta& all, const Outcome& o) = 0;
+  // After finish() or whole(): the reply as a chat message the client can send back (role,
+  // content, reasoning_content, tool_calls); null for APIs without messages.
+  virtual nlohmann::ordered_json reply_message() const { return nullptr; }
 
  protected:
   // The records with at most top_logprobs alternatives each.

@@ -44,6 +44,9 @@ struct ServerOptions {
   // How replies write tool calls (chat/tool_calls.h: hermes, llama3, ...): "auto" reads it from
   // the chat template, and a template with no known format gets hermes.
   std::string tool_format = "auto";
+  // Next-turn warming (server/next_turn.h): after a chat reply, compute the history the next
+  // request will start with into the prefix cache as background work.
+  bool warm = true;
 };
 
 struct ModelInfo {

@@ -23,6 +23,7 @@
 namespace hearth::server {
 
 class Responder;
+struct Outcome;
 struct BuiltPrompt;
 
 // Sends an ApiError as OpenAI's error JSON (with Retry-After when set).
@@ -114,6 +115,8 @@ struct Server::Impl {
   // generation has ended. False: the client is gone.
   bool stream_events(Responder& responder, const Submitted& g, bool& finished,
                      httplib::DataSink& sink);
+  // After a chat reply that ended well: the next turn's history, warmed (server/next_turn.h).
+  void warm_next_turn(const Submitted& g, const Responder& responder, const Outcome& o);
 
   std::shared_ptr<ActiveRequest> register_active(const std::string& route, bool stream,
                                                  int64_t prompt_tokens, int64_t& number);

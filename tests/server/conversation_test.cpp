@@ -40,7 +40,10 @@ class Conversation : public ::testing::Test {
     backend_ = new test::Backend(path, 4, 16, 2048, "tiny-qwen3");
     std::filesystem::remove(path);  // stays mapped
     backend_->info.chat_template.reset();
-    server_ = new test::RunningServer(ServerOptions{});
+    // The plain cache's arithmetic, exactly: no next-turn warming (warm_turn_test.cpp).
+    ServerOptions o;
+    o.warm = false;
+    server_ = new test::RunningServer(o);
     server_->server.set_backend(*backend_->tok, *backend_->engine, backend_->info);
   }
   static void TearDownTestSuite() { test::stop_suite(server_, backend_); }
