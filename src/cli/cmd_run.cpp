@@ -145,6 +145,7 @@ int run(const RunOptions& o) {
     eo.max_seq_tokens = n_ctx;
     eo.kv_type = kv;
     eo.spec = spec_options(o.spec);
+    if (!o.spec.model_draft.empty()) rt.load_draft(o.spec.model_draft);
     if (!o.kv_mem.empty()) eo.kv_bytes = size_option("--kv-mem", o.kv_mem);
     Engine& engine = rt.make_engine(eo);
     GenerationRequest req;

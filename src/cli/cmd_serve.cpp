@@ -127,6 +127,7 @@ int serve(ServeOptions o) {
     if (!o.kv_mem.empty()) eo.kv_bytes = size_option("--kv-mem", o.kv_mem);
     eo.prefix_cache = !o.no_cache;
     eo.spec = spec_options(o.spec);
+    if (!o.spec.model_draft.empty()) rt->load_draft(o.spec.model_draft);
     eo.cache_dir = o.cache_dir;
     eo.cache_disk_max = size_option("--cache-disk-max", o.cache_disk_max);
     if (!o.snapshot_mem.empty()) eo.snapshot_bytes = size_option("--snapshot-mem", o.snapshot_mem);

@@ -27,9 +27,15 @@ int64_t Runtime::context(int64_t requested) const {
   return requested > 0 ? requested : std::min<int64_t>(hparams().n_ctx_train, 4096);
 }
 
+void Runtime::load_draft(const std::string& path) {
+  draft_ = Model::load(path);
+}
+
 Engine& Runtime::make_engine(const EngineOptions& options) {
   engine_.reset();
-  engine_ = std::make_unique<Engine>(*model_, tokenizer(), options, *pool_);
+  EngineOptions o = options;
+  if (draft_) o.draft_model = draft_.get();
+  engine_ = std::make_unique<Engine>(*model_, tokenizer(), o, *pool_);
   return *engine_;
 }
 

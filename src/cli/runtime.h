@@ -23,6 +23,9 @@ class Runtime {
   // Loads the model at `path`; its tokenizer is read on the first call of tokenizer().
   void load(const std::string& path);
 
+  // A draft model for speculative decoding (engine/draft_model.h); make_engine passes it on.
+  void load_draft(const std::string& path);
+
   const Model& model() const { return *model_; }
   const HParams& hparams() const { return model_->hparams(); }
   const Tokenizer& tokenizer();
@@ -39,6 +42,7 @@ class Runtime {
  private:
   // Declared in the order of loading: destroyed engine first, model last.
   std::unique_ptr<Model> model_;
+  std::unique_ptr<Model> draft_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<ops::ThreadPool> pool_;
   std::unique_ptr<Engine> engine_;

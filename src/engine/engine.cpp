@@ -5,6 +5,7 @@
 #include "engine/output.h"
 #include "model/forward.h"
 #include "util/error.h"
+#include "util/log.h"
 
 namespace hearth {
 
@@ -188,6 +189,12 @@ Engine::Engine(const Model& model, const Tokenizer& tokenizer, EngineOptions opt
       opt_.spec.ngram_max < opt_.spec.ngram_min)
     fail("engine: draft lengths must be >= 0 and the n-gram range not empty");
   speculate_ = opt_.spec.mode != SpecMode::Off && opt_.spec.draft_max > 0 && !kv_.recurrent();
+  if (speculate_ && opt_.spec.mode == SpecMode::Draft) {
+    if (!opt_.draft_model) fail("engine: speculative decoding with a draft model needs one");
+    draft_ = std::make_unique<DraftModel>(*opt_.draft_model, model, tokenizer, pool, opt_.kv_type,
+                                          static_cast<int64_t>(kv_.n_blocks()) * kv_.block_tokens(),
+                                          kv_.block_tokens(), kv_.caching());
+  }
   publish_metrics();
 }
 
@@ -297,6 +304,10 @@ void Engine::finish(Sequence& s, FinishReason reason, const std::string& error) 
     s.text += flushed;
     s.text_ends.back() = static_cast<uint32_t>(s.text.size());
   }
+  if (draft_) {  // the draft's K/V of the sequence: cached as far as it matches, or dropped
+    draft_->sync(s.id, s.tokens);
+    reason == FinishReason::Error ? draft_->drop(s.id) : draft_->release(s.id);
+  }
   if (reason == FinishReason::Error) {  // the blocks' contents are not trusted
     kv_.free(s.id);
   } else if (reason == FinishReason::Stop || reason == FinishReason::Length) {
@@ -341,6 +352,10 @@ bool Engine::continues_completing(const Sequence& s) const {
 
 void Engine::preempt(Sequence& s) {
   kv_.preempt(kv_view(s));  // readmission finds what is still cached, recomputes the rest
+  if (draft_) {
+    draft_->sync(s.id, s.tokens);
+    draft_->release(s.id);
+  }
   s.n_computed = 0;
   ++s.stats.preemptions;
 }
@@ -429,6 +444,7 @@ bool Engine::step() {
   if (!allocate(plan)) return true;
   if (plan.empty()) return true;
   const std::vector<Row> rows = resolve(plan);
+  draft_follows(rows);
   std::vector<SeqBatch> batch;
   if (!forward(rows, batch)) return true;
   consume(rows, batch);
@@ -565,6 +581,8 @@ void Engine::prepare_completing() {
 // Speculative decoding: each decoding sequence's drafts for this step (engine/speculation.h),
 // never more than the reply's length or the context leaves room for.
 void Engine::propose_drafts() {
+  std::vector<Sequence*> asking;
+  std::vector<DraftAsk> asks;
   for (auto& sp : running_) {
     Sequence& s = *sp;
     s.drop_draft();
@@ -572,13 +590,50 @@ void Engine::propose_drafts() {
     if (!speculate_ || s.stats.generated_tokens == 0 || s.n_computed + 1 != n_tokens) continue;
     const int64_t k =
         std::min({s.draft_len.wanted(), s.req.max_tokens - s.stats.generated_tokens - 1,
-                  opt_.max_seq_tokens - n_tokens - 1});
+                  opt_.max_seq_tokens - n_tokens - 1, opt_.step_tokens - 1});
     if (k <= 0) continue;
-    std::vector<int32_t> d = ngram_lookup(s.tokens, opt_.spec.ngram_min, opt_.spec.ngram_max, k);
+    asking.push_back(&s);
+    asks.push_back({s.id, s.tokens, k});
+  }
+  if (asks.empty()) return;
+  std::vector<std::vector<int32_t>> drafts(asks.size());
+  if (draft_) {
+    try {
+      drafts = draft_->propose(asks);
+    } catch (const Error& e) {  // the draft's forward pass failed: decode without drafts
+      log::warn("draft model: {}", e.what());
+      drafts.assign(asks.size(), {});
+    }
+  } else {
+    for (size_t i = 0; i < asks.size(); ++i)
+      drafts[i] = ngram_lookup(asks[i].tokens, opt_.spec.ngram_min, opt_.spec.ngram_max, asks[i].k);
+  }
+  for (size_t i = 0; i < asks.size(); ++i) {
+    Sequence& s = *asking[i];
+    const std::vector<int32_t>& d = drafts[i];
     if (d.empty() || static_cast<int64_t>(d.size()) < opt_.spec.draft_min) continue;
     s.verify_row.assign(1, s.tokens.back());
     s.verify_row.insert(s.verify_row.end(), d.begin(), d.end());
     s.n_draft = static_cast<int64_t>(d.size());
+  }
+}
+
+// --spec draft: the draft model computes this step's prefill chunks too (engine/draft_model.h).
+void Engine::draft_follows(const std::vector<Row>& rows) {
+  if (!draft_) return;
+  std::vector<DraftAsk> asks;
+  for (const Row& r : rows)
+    if (r.kind == StepRow::Kind::Prefill && !r.s->req.warm)
+      asks.push_back(
+          {r.s->id,
+           std::span<const int32_t>(r.s->tokens)
+               .first(static_cast<size_t>(std::min<int64_t>(
+                   r.s->n_computed + r.n, static_cast<int64_t>(r.s->tokens.size()) - 1))),
+           0});
+  try {
+    draft_->follow(asks);
+  } catch (const Error& e) {  // it catches up later, or drafts nothing
+    log::warn("draft model: {}", e.what());
   }
 }
 
@@ -602,6 +657,7 @@ bool Engine::allocate(StepPlan& plan) {
     if (s.n_draft > 0) {  // drafts are the first to go: the row decodes its one token
       s.drop_draft();
       plan.rows[i].n = 1;
+      kv_.trim(s.id, s.n_computed + 1);  // what the failed attempt took for them
       continue;
     }
     const Shortage shortage = Scheduler::on_shortage(running_facts(), !completing_.empty());
@@ -782,6 +838,10 @@ bool Engine::verify(Sequence& s, std::span<const float> logits) {
     s.n_computed += 1;  // the draft's K/V is the chosen token's
   }
   const int64_t accepted = s.stats.draft_accepted - accepted_before;
+  if (!finished) {
+    kv_.trim(s.id, s.n_computed + 1);  // room taken for rejected drafts goes back
+    if (draft_) draft_->sync(s.id, s.tokens);
+  }
   s.draft_len.verified(static_cast<int64_t>(drafts.size()), accepted);
   return finished;
 }
@@ -802,7 +862,6 @@ void Engine::publish_metrics() {
   EngineMetrics m = totals_;
   m.running = static_cast<int>(
       std::count_if(running_.begin(), running_.end(), [](const auto& s) { return !s->req.warm; }));
-  m.warming = static_cast<int>(running_.size()) - m.running + static_cast<int>(warming_.size());
   m.queued = static_cast<int>(waiting_.size());
   m.kv_blocks = kv_.n_blocks();
   m.kv_blocks_free = kv_.pool().n_free();
@@ -825,7 +884,9 @@ void Engine::publish_metrics() {
 
 EngineMetrics Engine::metrics() const {
   std::lock_guard lock(mu_);
-  return metrics_;
+  EngineMetrics m = metrics_;
+  m.warming = warm_pending_;  // from submit on, not from the next step
+  return m;
 }
 
 void Engine::run_until_idle() {

@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/draft_model.h"
 #include "engine/grammar_vocab.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
@@ -59,6 +60,9 @@ struct EngineOptions {
   // Speculative decoding (engine/speculation.h); off by itself on models with recurrent layers,
   // whose state cannot be rolled back past a rejected draft.
   SpecOptions spec;
+  // SpecMode::Draft: the draft model (same vocabulary, no recurrent layers); it must outlive
+  // the engine.
+  const Model* draft_model = nullptr;
   // Next-turn warming (GenerationRequest::warm): the most warm requests kept waiting; a newer
   // one pushes out the oldest.
   int max_warm = 4;
@@ -67,7 +71,7 @@ struct EngineOptions {
 // A snapshot for metrics and introspection.
 struct EngineMetrics {
   int running = 0, queued = 0;
-  int warming = 0;  // warm requests running or waiting (not in `running` or `queued`)
+  int warming = 0;  // warm requests submitted and not finished (not in `running` or `queued`)
   int32_t kv_blocks = 0, kv_blocks_free = 0;
   int64_t kv_blocks_cache_only = 0;  // held by the prefix cache alone (reclaimable)
   size_t kv_bytes_per_token = 0;     // the main blocks (full-attention layers)
@@ -140,6 +144,7 @@ class Engine {
   void record_warm(const Sequence& s);
   void count_warm_hits(const Sequence& s);
   void propose_drafts();
+  void draft_follows(const std::vector<Row>& rows);
   StepPlan plan_step();
   bool allocate(StepPlan& plan);
   void give_way(const Shortage& shortage, StepPlan& plan);
@@ -172,6 +177,7 @@ class Engine {
   BatchForward fwd_;
   std::vector<float> logits_;  // the last step's logits, reused: no allocation per step
   KvManager kv_;               // blocks, prefix cache, disk tier: every sequence's cached state
+  std::unique_ptr<DraftModel> draft_;  // --spec draft: the draft model and its own K/V
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -10,6 +10,8 @@ const char* spec_mode_name(SpecMode m) {
       return "off";
     case SpecMode::Ngram:
       return "ngram";
+    case SpecMode::Draft:
+      return "draft";
   }
   return "?";
 }

@@ -24,7 +24,7 @@
 
 namespace hearth {
 
-enum class SpecMode { Off, Ngram };
+enum class SpecMode { Off, Ngram, Draft };  // Draft: engine/draft_model.h
 const char* spec_mode_name(SpecMode m);
 
 struct SpecOptions {

@@ -233,6 +233,21 @@ bool KvManager::make_writable(std::vector<int32_t>& table, int64_t n_computed, b
   return true;
 }
 
+void KvManager::trim(int64_t id, int64_t n_tokens) {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end()) return;
+  SeqKvState& st = it->second;
+  const auto keep = static_cast<size_t>(geometry_.blocks_for_tokens(n_tokens));
+  while (st.blocks.size() > keep) {
+    pool_.release(st.blocks.back());
+    st.blocks.pop_back();
+  }
+  while (st.window.size() > keep) {
+    if (st.window.back() >= 0) window_pool_->release(st.window.back());
+    st.window.pop_back();
+  }
+}
+
 std::span<const int32_t> KvManager::block_table(int64_t id) const {
   auto it = seqs_.find(id);
   if (it == seqs_.end()) return {};

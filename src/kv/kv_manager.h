@@ -218,6 +218,9 @@ class KvManager {
   // Room for `n_new` tokens after the `n_computed` the sequence has, the block the next token
   // writes its own; false when the pool (after evicting all it can) is short.
   bool allocate_slots(int64_t id, int64_t n_computed, int64_t n_new);
+  // Gives back the blocks past those that hold the first `n_tokens` positions (speculative
+  // decoding: room taken for drafts the sampler did not choose).
+  void trim(int64_t id, int64_t n_tokens);
   std::span<const int32_t> block_table(int64_t id) const;
   // Sliding-window layers: the window table (empty for models without them).
   std::span<const int32_t> window_table(int64_t id) const;

@@ -244,8 +244,9 @@ void Server::Impl::reply_whole(Responder& responder, const Submitted& g, httplib
     return;
   }
   if (o.reason == FinishReason::Error) throw generation_failed(o);
-  send_json(res, responder.whole(all, o));
-  warm_next_turn(g, responder, o);
+  const json body = responder.whole(all, o);
+  warm_next_turn(g, responder, o);  // before the client has the reply: its next turn is later
+  send_json(res, body);
 }
 
 void Server::Impl::warm_next_turn(const Submitted& g, const Responder& responder,
@@ -253,14 +254,17 @@ void Server::Impl::warm_next_turn(const Submitted& g, const Responder& responder
   if (!g.next_turn || o.client_gone ||
       (o.reason != FinishReason::Stop && o.reason != FinishReason::Length))
     return;
-  std::optional<TextPrompt> text =
-      next_turn_prompt(*g.next_turn, responder.reply_message(), *formatter, *tok);
-  if (!text) return;
-  GenerationRequest req;
-  req.prompt_text = std::move(*text);
-  req.warm = true;
-  req.context_limit = model.n_ctx;  // a history past the context is never sent: not warmed
-  engine->submit(std::move(req));   // a refusal only means nothing is warmed
+  try {  // best effort: nothing here may fail the reply it follows
+    std::optional<TextPrompt> text =
+        next_turn_prompt(*g.next_turn, responder.reply_message(), *formatter, *tok);
+    if (!text) return;
+    GenerationRequest req;
+    req.prompt_text = std::move(*text);
+    req.warm = true;
+    req.context_limit = model.n_ctx;  // a history past the context is never sent: not warmed
+    engine->submit(std::move(req));   // a refusal only means nothing is warmed
+  } catch (...) {
+  }
 }
 
 bool Server::Impl::stream_events(Responder& responder, const Submitted& g, bool& finished,
@@ -288,9 +292,10 @@ bool Server::Impl::stream_events(Responder& responder, const Submitted& g, bool&
   if (o.reason == FinishReason::Error) {
     ok = write(generation_failed(o).to_json());
   } else {
-    for (const json& payload : responder.finish(o))
+    const std::vector<json> last = responder.finish(o);
+    warm_next_turn(g, responder, o);  // before the client has the end: its next turn is later
+    for (const json& payload : last)
       if (ok) ok = write(payload);
-    if (ok) warm_next_turn(g, responder, o);
   }
   if (ok && responder.ends_with_done()) {
     const std::string done = sse_done();

@@ -120,7 +120,9 @@ inline void expect_same(const std::vector<std::vector<Turn>>& want,
                         const std::vector<std::vector<Turn>>& got, const char* what) {
   for (size_t s = 0; s < want.size(); ++s)
     for (size_t t = 0; t < want[s].size(); ++t) {
-      EXPECT_EQ(got[s][t].tokens, want[s][t].tokens) << what << " session " << s << " turn " << t;
+      EXPECT_EQ(got[s][t].tokens, want[s][t].tokens)
+          << what << " session " << s << " turn " << t << " ("
+          << finish_reason_name(got[s][t].reason) << ": " << got[s][t].error << ")";
       EXPECT_EQ(got[s][t].logit_hashes, want[s][t].logit_hashes)
           << what << " session " << s << " turn " << t << ": logits differ";
     }

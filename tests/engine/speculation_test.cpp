@@ -13,6 +13,8 @@
 #include "engine/replay_util.h"
 #include "engine/speculation.h"
 #include "model/forward.h"
+#include "tools/synth.h"
+#include "util/error.h"
 
 namespace hearth {
 namespace {
@@ -243,6 +245,144 @@ TEST(SpecCache, CancelledReplyLeavesTheCacheExact) {
   Turn cont_spec = run(e, cont, 32);
   EXPECT_EQ(cont_spec.tokens, cont_plain.tokens);
   EXPECT_GE(cont_spec.stats.cached_tokens, static_cast<int64_t>(prompt.size()));
+}
+
+// --spec draft: target and draft model pairs sharing the 512-token vocabulary (the synthetic
+// models use stories260K's). A model drafting for itself proposes exactly what the target
+// chooses (every draft accepted: the draft's one-token steps and the target's verification
+// rows give bit-identical logits); a random draft proposes mostly misses. Either way the output
+// is the plain one, with memory hits, preemption and disk hits after a restart.
+class SpecDraftExact : public ::testing::TestWithParam<std::pair<std::string, std::string>> {};
+
+TEST_P(SpecDraftExact, GreedyEqualsPlainDecoding) {
+  const auto& [target_rel, draft_rel] = GetParam();
+  HEARTH_SHARED_OR_SKIP(path, target_rel);
+  HEARTH_SHARED_OR_SKIP(draft_path, draft_rel);
+  auto model = Model::load(path);
+  auto draft = Model::load(draft_path);
+  const Tokenizer tok = Tokenizer::from_gguf(model->file());
+  ops::ThreadPool pool(2);
+  const int n_gen = 24;
+  const auto convs = repeating_conversations(3, 3, model->hparams().n_vocab, 13);
+  auto with_draft = [&](int32_t blocks, const std::string& dir = {}) {
+    EngineOptions o = spec_options(*model, SpecMode::Draft, blocks, true, dir);
+    o.draft_model = draft.get();
+    return o;
+  };
+  Engine plain(*model, tok, spec_options(*model, SpecMode::Off, 128, false), pool);
+  const auto want = replay(plain, convs, n_gen);
+  const bool itself = target_rel == draft_rel;
+  {
+    Engine e(*model, tok, with_draft(128), pool);
+    const auto got = replay(e, convs, n_gen);
+    expect_same(want, got, "draft, memory hits");
+    const int64_t drafted = sum(got, &RequestStats::draft_tokens);
+    const int64_t accepted = sum(got, &RequestStats::draft_accepted);
+    EXPECT_GT(drafted, 0);
+    if (itself) {
+      EXPECT_EQ(accepted, drafted) << "a model drafting for itself is always right";
+    }
+    std::printf("%s drafting for %s: %lld drafted, %lld accepted\n", draft_rel.c_str(),
+                target_rel.c_str(), static_cast<long long>(drafted),
+                static_cast<long long>(accepted));
+  }
+  {
+    Engine e(*model, tok, with_draft(6), pool);
+    expect_same(want, replay(e, convs, n_gen), "draft, preemptions");
+  }
+  const std::string dir = ::testing::TempDir() + "/hearth_spec_draft_" + std::to_string(getpid());
+  std::filesystem::remove_all(dir);
+  {
+    std::vector<Conversation> first = convs;
+    for (auto& c : first) c.user.resize(2);
+    {
+      Engine e(*model, tok, with_draft(128, dir), pool);
+      replay(e, first, n_gen);
+    }
+    Engine e(*model, tok, with_draft(128, dir), pool);
+    expect_same(want, replay(e, convs, n_gen), "draft, disk hits after a restart");
+  }
+  std::filesystem::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Pairs, SpecDraftExact,
+    ::testing::Values(
+        std::pair<std::string, std::string>{"models/stories260K.gguf", "models/stories260K.gguf"},
+        std::pair<std::string, std::string>{"models/stories260K.gguf",
+                                            "models/synthetic/llama-untied-F32.gguf"},
+        std::pair<std::string, std::string>{"models/synthetic/qwen3-Q8_0.gguf",
+                                            "models/synthetic/qwen3-Q8_0.gguf"},
+        std::pair<std::string, std::string>{"models/synthetic/qwen3-Q4_K.gguf",
+                                            "models/stories260K.gguf"},
+        std::pair<std::string, std::string>{"models/synthetic-arch/gemma3-Q8_0.gguf",
+                                            "models/synthetic-arch/gemma3-Q8_0.gguf"},
+        std::pair<std::string, std::string>{"models/synthetic-arch/qwen3moe-Q8_0.gguf",
+                                            "models/synthetic/llama-tied-Q8_0.gguf"}));
+
+// Seeded sampling with a draft model: the same tokens as without (the draft's tokens are only
+// kept when the sampler chose them).
+TEST(SpecDraft, SeededSamplingEqualsPlainDecoding) {
+  HEARTH_SHARED_OR_SKIP(path, "models/stories260K.gguf");
+  auto model = Model::load(path);
+  const Tokenizer tok = Tokenizer::from_gguf(model->file());
+  ops::ThreadPool pool(2);
+  const std::vector<int32_t> prompt = tokenize_prompt(tok, {"Once upon a time, there was a"});
+  auto sampled = [&](SpecMode mode) {
+    EngineOptions o = spec_options(*model, mode, 64, true);
+    o.draft_model = model.get();
+    Engine e(*model, tok, o, pool);
+    std::vector<int32_t> out;
+    for (uint64_t seed : {1u, 2u}) {
+      Turn t;
+      GenerationRequest r = greedy(prompt, 48, &t);
+      SamplerParams p;
+      p.temperature = 0.9f;
+      p.seed = seed;
+      r.sampling = p;
+      EXPECT_TRUE(e.submit(std::move(r)).ok());
+      e.run_until_idle();
+      out.insert(out.end(), t.tokens.begin(), t.tokens.end());
+      if (mode == SpecMode::Draft) {
+        EXPECT_GT(t.stats.draft_tokens, 0);
+      }
+    }
+    return out;
+  };
+  EXPECT_EQ(sampled(SpecMode::Draft), sampled(SpecMode::Off));
+}
+
+// A draft model must share the vocabulary and roll back: others are refused when the engine is
+// made, saying why.
+TEST(SpecDraft, RefusesAnotherVocabularyOrRecurrentLayers) {
+  HEARTH_SHARED_OR_SKIP(path, "models/stories260K.gguf");
+  HEARTH_SHARED_OR_SKIP(hybrid, "models/synthetic-arch/qwen35-F32.gguf");
+  HEARTH_SHARED_OR_SKIP(vocab, "tokenizers/vocab-qwen3.gguf");
+  auto model = Model::load(path);
+  const Tokenizer tok = Tokenizer::from_gguf(model->file());
+  ops::ThreadPool pool(2);
+  auto refusal = [&](const Model& draft) -> std::string {
+    EngineOptions o = spec_options(*model, SpecMode::Draft, 64, true);
+    o.draft_model = &draft;
+    try {
+      Engine e(*model, tok, o, pool);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  auto recurrent = Model::load(hybrid);
+  EXPECT_NE(refusal(*recurrent).find("recurrent"), std::string::npos) << refusal(*recurrent);
+  SynthSpec spec = *synth_preset("tiny-qwen3");
+  spec.vocab_path = vocab;
+  const std::string other =
+      ::testing::TempDir() + "/hearth_draft_vocab_" + std::to_string(getpid()) + ".gguf";
+  write_synthetic_model(spec, other);
+  auto qwen = Model::load(other);
+  std::filesystem::remove(other);
+  EXPECT_NE(refusal(*qwen).find("vocabulary"), std::string::npos) << refusal(*qwen);
+  EngineOptions o = spec_options(*model, SpecMode::Draft, 64, true);
+  EXPECT_THROW(Engine(*model, tok, o, pool), Error) << "draft mode without a draft model";
 }
 
 // On the real trained model, a story the prompt already tells is continued largely from drafts.
