@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
   CLI::App app("Decode tok/s with --spec off and --spec ngram, side by side");
   std::string model_path = shared_dir() + "/models/stories260K.gguf";
   std::string prompt = kStory, prompt_file, draft_path;
-  int64_t n = 256, ctx = 0;
+  int64_t n = 150, ctx = 0;
   int reps = 9, threads = 2, draft_max = 16;
   app.add_option("--model", model_path)->capture_default_str();
   app.add_option("--draft", draft_path, "draft model (--spec draft)");
