@@ -233,6 +233,7 @@ SubmitResult Engine::submit(GenerationRequest request) {
   if (need_blocks > kv_.n_blocks())
     return {-1, fmt::format("the prompt needs {} KV blocks; the pool has {}", need_blocks,
                             kv_.n_blocks())};
+  if (request.warm && !kv_.caching()) return {-1, "warming needs the prefix cache"};
   if (request.warm) request.max_tokens = 0;
   if (!request.sampling) request.sampling = plain_sampling(request);
   std::unique_ptr<Sequence> s;

@@ -159,5 +159,16 @@ TEST_F(Warm, KeepsTheNewestAndCanBeCancelled) {
   EXPECT_EQ(reasons[3], FinishReason::Cancelled);
 }
 
+// Without a prefix cache there is nowhere to warm into: refused at once, nothing computed.
+TEST_F(Warm, RefusedWithoutAPrefixCache) {
+  EngineOptions o = options(64);
+  o.prefix_cache = false;
+  Engine e(*model_, *tok_, o, pool_);
+  FinishReason reason = FinishReason::Error;
+  EXPECT_FALSE(e.submit(warm_request(random_tokens(40, 7), &reason)).ok());
+  e.run_until_idle();
+  EXPECT_EQ(e.metrics().warm_tokens, 0);
+}
+
 }  // namespace
 }  // namespace hearth
