@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -16,7 +17,9 @@
 #include "engine/engine.h"
 #include "kv/kv_manager.h"
 #include "model/forward.h"
+#include "ops/attention.h"
 #include "ops/cpu_features.h"
+#include "ops/matmul.h"
 #include "tools/compute_peak.h"
 #include "tools/membw.h"
 #include "util/error.h"
@@ -91,6 +94,25 @@ double matmul_ops_per_token(const Model& m, bool with_output) {
 }
 
 // Bytes of weights one decode step reads (on average over tokens for routed experts).
+// Which kernel the matmuls of each weight type and the attention run at this level (issue: a
+// figure is only comparable with the kernels that made it).
+void print_kernels(const Model& model, TensorType kv) {
+  std::map<std::pair<std::string, std::string>, int> count;  // (type, kernel) -> matrices
+  auto add = [&](const MatrixView& m) {
+    if (m.data != nullptr)
+      ++count[std::make_pair(std::string(type_name(m.type)),
+                             std::string(ops::matmul_kernel_name(m)))];
+  };
+  for (const LayerWeights& L : model.weights().layers)
+    for (const MatrixView* m : L.matrices()) add(*m);
+  add(model.weights().output);
+  std::string matmuls;
+  for (const auto& [key, n] : count)
+    matmuls += fmt::format("{}{} {} (x{})", matmuls.empty() ? "" : ", ", key.first, key.second, n);
+  fmt::print("kernels: matmul {} | attention {} ({} KV)\n", matmuls, ops::attention_kernel_name(),
+             type_name(kv));
+}
+
 double weight_bytes_per_token(const Model& m) {
   double n = 0;
   auto add = [&](const MatrixView& w, double share) {
@@ -156,6 +178,7 @@ int bench(const BenchOptions& o) {
   fmt::print("model: {} | {} | {:.1f} MiB weights | simd: {} ({}) | kv: {}\n", o.model,
              hp.summary(), static_cast<double>(model.weight_bytes()) / (1 << 20),
              ops::simd_level_name(ops::simd_level()), ops::cpu_features().summary(), type_name(kv));
+  print_kernels(model, kv);
   const KvGeometry kv_geometry = KvGeometry::for_model(hp, kv, 32);
   fmt::print("kv bytes per token: {} ({})", kv_geometry.bytes_per_token(), type_name(kv));
   if (kv_geometry.n_window_layer > 0)  // kept only for the last n_swa positions

@@ -116,6 +116,11 @@ std::vector<MatrixView*> LayerWeights::matrices() {
   return out;
 }
 
+std::vector<const MatrixView*> LayerWeights::matrices() const {
+  const auto all = const_cast<LayerWeights*>(this)->matrices();  // reads only
+  return {all.begin(), all.end()};
+}
+
 // Gemma 3's local layers rotate with their own base and no context scaling: the file's rope
 // scaling (linear x8 in Gemma-3-4B and larger) stretches only the global layers' positions.
 ref::RopeConfig Model::rope_config_swa() const {

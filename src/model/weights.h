@@ -49,6 +49,7 @@ struct LayerWeights {
 
   // Every bound matrix, for repacking and byte counts.
   std::vector<MatrixView*> matrices();
+  std::vector<const MatrixView*> matrices() const;
 };
 
 struct ModelWeights {

@@ -233,6 +233,10 @@ void append_tasks(const AttentionArgs& a, const KvSeqView& kv, std::vector<detai
 
 }  // namespace
 
+const char* attention_kernel_name() {
+  return use_avx2() ? "avx2" : "scalar";  // the branch attention() takes per task
+}
+
 void attention(const AttentionArgs& a, const KvSeqView& kv, ThreadPool& pool) {
   attention_batch({&a, 1}, {&kv, 1}, pool);
 }

@@ -86,6 +86,9 @@ struct AttentionArgs {
 // query row) therefore uses at most n_kv_head threads.
 void attention(const AttentionArgs& a, const KvSeqView& kv, ThreadPool& pool);
 
+// The kernel attention() runs at the current level: "avx2" or "scalar".
+const char* attention_kernel_name();
+
 // attention() for several sequences (a[i] over kv[i]) as one parallel region: a step of many
 // sequences pays one hand-off per layer, not one per sequence. Same results as attention().
 void attention_batch(std::span<const AttentionArgs> a, std::span<const KvSeqView> kv,

@@ -178,6 +178,20 @@ void run(const MatrixView& w, const mm::Acts& x, float* y, ThreadPool& pool) {
 
 }  // namespace
 
+const char* matmul_kernel_name(const MatrixView& w) {
+  mm::Acts none;  // no tokens, no rows: the kernels only say whether they take the matrix
+  none.type = activation_type(w.type);
+  none.n_cols = w.n_cols;
+  none.lay = mm::act_layout(none.type, none.n_cols);
+  if (simd_level() >= SimdLevel::Avx2Vnni) {
+    if (vnni_evex() ? mm::rows_avx512vnni(w, none, nullptr, 0, 0, 0)
+                    : mm::rows_avxvnni(w, none, nullptr, 0, 0, 0))
+      return vnni_evex() ? "avx512-vnni" : "avx-vnni";
+  }
+  if (simd_level() >= SimdLevel::Avx2 && mm::rows_avx2(w, none, nullptr, 0, 0, 0)) return "avx2";
+  return "scalar";
+}
+
 TensorType activation_type(TensorType w) {
   switch (w) {
     case TensorType::Q8_0:

@@ -48,6 +48,11 @@ TensorType activation_type(TensorType w);
 // Q4_K, Q5_K, Q6_K).
 bool matmul_supported(TensorType w);
 
+// The kernel matmul runs for `w` at the current level: "avx512-vnni" (the AVX-512 build of the
+// packed kernels), "avx-vnni", "avx2" or "scalar" (`hearth bench` prints it per weight type).
+// It asks the dispatch itself, with no rows to compute, so it cannot drift from it.
+const char* matmul_kernel_name(const MatrixView& w);
+
 // True when weights of type `w` have a kernel at the current simd_level() (otherwise matmul
 // uses the scalar path).
 bool matmul_has_simd_kernel(TensorType w);

@@ -743,5 +743,30 @@ TEST(Matmul, EmptyShapes) {
   EXPECT_EQ(y[0], 5.0f);
 }
 
+// matmul_kernel_name says which kernel runs: the packed formats on the VNNI builds, the rest
+// on AVX2, everything on the scalar reference at Scalar.
+TEST(MatmulKernelName, NamesTheKernelOfEachLevel) {
+  LevelGuard guard;
+  const Weights q8 = quantized_weights(T::Q8_0, 16, 256, 1);
+  const Weights f32 = quantized_weights(T::F32, 16, 256, 2);
+  std::vector<uint8_t> buf;
+  const MatrixView q8_packed = packed(q8.view(16), buf);
+  for (SimdLevel level :
+       test::levels_available({SimdLevel::Scalar, SimdLevel::Avx2, SimdLevel::Avx2Vnni})) {
+    set_simd_level(level);
+    SCOPED_TRACE(simd_level_name(level));
+    EXPECT_STREQ(matmul_kernel_name(f32.view(16)), level == SimdLevel::Scalar ? "scalar" : "avx2");
+    EXPECT_STREQ(matmul_kernel_name(q8.view(16)), level == SimdLevel::Scalar ? "scalar" : "avx2");
+    if (level != SimdLevel::Avx2Vnni) {
+      EXPECT_STREQ(matmul_kernel_name(q8_packed), level == SimdLevel::Scalar ? "scalar" : "avx2");
+      continue;
+    }
+    for (bool evex : test::vnni_encodings()) {
+      set_vnni_evex(evex);
+      EXPECT_STREQ(matmul_kernel_name(q8_packed), vnni_evex() ? "avx512-vnni" : "avx-vnni");
+    }
+  }
+}
+
 }  // namespace
 }  // namespace hearth::ops
