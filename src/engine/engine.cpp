@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/output.h"
+#include "engine/sequence.h"
 #include "model/forward.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -24,43 +25,6 @@ const char* finish_reason_name(FinishReason r) {
   }
   return "?";
 }
-
-struct Engine::Sequence {
-  int64_t id = 0;
-  GenerationRequest req;
-  std::vector<int32_t> tokens;  // prompt + generated
-  int64_t n_computed = 0;       // tokens whose K/V are in its blocks (the KV manager's)
-  // The text each token stands for (text prompts; generated pieces), for text anchoring.
-  bool has_text = false;
-  std::string text;
-  std::vector<uint32_t> text_ends;
-  size_t n_lead = 0;  // tokens added before the prompt text (BOS)
-  bool admitted_once = false;
-  bool completing = false;  // finished; its last token still goes through the model for the cache
-  SequenceOutput out;       // sampling, detokenizing, stop strings, events
-  RequestStats stats;
-  Clock::time_point submitted, first_token;
-  bool scheduled_once = false;
-  bool cancelled = false;
-  int64_t admitted = 0;  // admission order (preemption picks the newest)
-  // Speculative decoding: this step's row (the last token, then the drafts) and the drafts'
-  // length policy.
-  std::vector<int32_t> verify_row;
-  int64_t n_draft = 0;
-  DraftLength draft_len;
-
-  Sequence(GenerationRequest r, const Tokenizer& t, const VocabAccess& v,
-           std::shared_ptr<const TokenTrie> trie, int draft_max)
-      : req(std::move(r)), out(req, t, v, std::move(trie)), draft_len(draft_max) {}
-  void drop_draft() {
-    n_draft = 0;
-    verify_row.clear();
-  }
-  void emit(EngineEvent e) const {
-    e.request_id = id;
-    if (req.on_event) req.on_event(e);
-  }
-};
 
 namespace {
 
@@ -395,13 +359,6 @@ std::span<const int32_t> Engine::adopt_text_match(Sequence& s, const PrefixMatch
   return s.tokens;
 }
 
-// A row of the step's batch, resolved to its sequence.
-struct Engine::Row {
-  Sequence* s;
-  int64_t n;
-  StepRow::Kind kind;
-};
-
 SeqFacts Engine::facts(const Sequence& s) const {
   return {s.id,
           s.admitted,
@@ -469,79 +426,6 @@ void Engine::drop_cancelled() {
   drop(warming_);
 }
 
-// Next-turn warming runs only when nothing else does: a real request waiting, running or
-// completing sets the running warm request aside at this step boundary (what it computed goes
-// to the cache; it resumes from there later); else the oldest warm request starts, one at a
-// time.
-void Engine::schedule_warm() {
-  auto warm =
-      std::find_if(running_.begin(), running_.end(), [](const auto& s) { return s->req.warm; });
-  const bool real_work =
-      !waiting_.empty() || !completing_.empty() ||
-      std::any_of(running_.begin(), running_.end(), [](const auto& s) { return !s->req.warm; });
-  if (real_work) {
-    if (warm == running_.end()) return;
-    preempt(**warm);
-    warming_.push_front(std::move(*warm));
-    running_.erase(warm);
-    return;
-  }
-  while (warm == running_.end() && !warming_.empty()) {
-    std::unique_ptr<Sequence> s = std::move(warming_.front());
-    warming_.pop_front();
-    if (admit_warm(std::move(s))) return;
-  }
-}
-
-// Admits a warm request when the pool's free blocks hold the rest of its prompt (it never
-// evicts cached work); otherwise it is dropped, keeping what it had computed.
-bool Engine::admit_warm(std::unique_ptr<Sequence> s) {
-  s->admitted = admit_counter_++;
-  attach_cached_prefix(*s);
-  const int64_t n = static_cast<int64_t>(s->tokens.size());
-  const int64_t held = (s->n_computed + kv_.block_tokens() - 1) / kv_.block_tokens();
-  const int64_t need = (n + kv_.block_tokens() - 1) / kv_.block_tokens() - held + 1;
-  if (n >= opt_.max_seq_tokens || need > kv_.pool().n_free()) {
-    finish(*s, FinishReason::Cancelled);
-    return false;
-  }
-  running_.push_back(std::move(s));
-  return true;
-}
-
-// A finished warm request's work, for the hit and waste counts.
-void Engine::record_warm(const Sequence& s) {
-  const int64_t from = s.stats.cached_tokens;
-  if (s.n_computed <= from) return;
-  warm_records_.push_back(
-      {{s.tokens.begin(), s.tokens.begin() + static_cast<ptrdiff_t>(s.n_computed)}, from});
-  if (warm_records_.size() > 64) {
-    const WarmRecord& old = warm_records_.front();
-    totals_.warm_wasted_tokens += static_cast<int64_t>(old.tokens.size()) - old.from;
-    warm_records_.pop_front();
-  }
-}
-
-// A real request's cached prefix, against what warm requests computed: the warm tokens it
-// reuses count as hit (once per warm request).
-void Engine::count_warm_hits(const Sequence& s) {
-  for (auto it = warm_records_.begin(); it != warm_records_.end();) {
-    const auto n = static_cast<size_t>(std::min<int64_t>(
-        s.n_computed, static_cast<int64_t>(std::min(s.tokens.size(), it->tokens.size()))));
-    const auto common = static_cast<int64_t>(
-        std::mismatch(it->tokens.begin(), it->tokens.begin() + static_cast<ptrdiff_t>(n),
-                      s.tokens.begin())
-            .first -
-        it->tokens.begin());
-    if (common > it->from) {
-      totals_.warm_hit_tokens += common - it->from;
-      it = warm_records_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-}
-
 // Admits what the scheduler lets in, each with its cached prefix; one that turns out longer than
 // the context fails, and makes room for the next.
 void Engine::admit() {
@@ -576,65 +460,6 @@ void Engine::prepare_completing() {
       kv_.cache_finished(kv_view(s));
       it = completing_.erase(it);
     }
-  }
-}
-
-// Speculative decoding: each decoding sequence's drafts for this step (engine/speculation.h),
-// never more than the reply's length or the context leaves room for.
-void Engine::propose_drafts() {
-  std::vector<Sequence*> asking;
-  std::vector<DraftAsk> asks;
-  for (auto& sp : running_) {
-    Sequence& s = *sp;
-    s.drop_draft();
-    const auto n_tokens = static_cast<int64_t>(s.tokens.size());
-    if (!speculate_ || s.stats.generated_tokens == 0 || s.n_computed + 1 != n_tokens) continue;
-    const int64_t k =
-        std::min({s.draft_len.wanted(), s.req.max_tokens - s.stats.generated_tokens - 1,
-                  opt_.max_seq_tokens - n_tokens - 1, opt_.step_tokens - 1});
-    if (k <= 0) continue;
-    asking.push_back(&s);
-    asks.push_back({s.id, s.tokens, k});
-  }
-  if (asks.empty()) return;
-  std::vector<std::vector<int32_t>> drafts(asks.size());
-  if (draft_) {
-    try {
-      drafts = draft_->propose(asks);
-    } catch (const Error& e) {  // the draft's forward pass failed: decode without drafts
-      log::warn("draft model: {}", e.what());
-      drafts.assign(asks.size(), {});
-    }
-  } else {
-    for (size_t i = 0; i < asks.size(); ++i)
-      drafts[i] = ngram_lookup(asks[i].tokens, opt_.spec.ngram_min, opt_.spec.ngram_max, asks[i].k);
-  }
-  for (size_t i = 0; i < asks.size(); ++i) {
-    Sequence& s = *asking[i];
-    const std::vector<int32_t>& d = drafts[i];
-    if (d.empty() || static_cast<int64_t>(d.size()) < opt_.spec.draft_min) continue;
-    s.verify_row.assign(1, s.tokens.back());
-    s.verify_row.insert(s.verify_row.end(), d.begin(), d.end());
-    s.n_draft = static_cast<int64_t>(d.size());
-  }
-}
-
-// --spec draft: the draft model computes this step's prefill chunks too (engine/draft_model.h).
-void Engine::draft_follows(const std::vector<Row>& rows) {
-  if (!draft_) return;
-  std::vector<DraftAsk> asks;
-  for (const Row& r : rows)
-    if (r.kind == StepRow::Kind::Prefill && !r.s->req.warm)
-      asks.push_back(
-          {r.s->id,
-           std::span<const int32_t>(r.s->tokens)
-               .first(static_cast<size_t>(std::min<int64_t>(
-                   r.s->n_computed + r.n, static_cast<int64_t>(r.s->tokens.size()) - 1))),
-           0});
-  try {
-    draft_->follow(asks);
-  } catch (const Error& e) {  // it catches up later, or drafts nothing
-    log::warn("draft model: {}", e.what());
   }
 }
 
@@ -818,33 +643,6 @@ bool Engine::sample(Sequence& s, std::span<const float> l, const int32_t* draft)
     return false;
   }
   return true;
-}
-
-// A decode row with drafts: samples its logits rows in order while each sampled token is the
-// draft the next row was computed after (engine/speculation.h); true when the reply finished.
-// A rejected draft's K/V is beyond n_computed: overwritten later, never cached.
-bool Engine::verify(Sequence& s, std::span<const float> logits) {
-  const size_t V = static_cast<size_t>(model_.hparams().n_vocab);
-  const std::vector<int32_t> drafts(s.verify_row.begin() + 1, s.verify_row.end());
-  s.drop_draft();
-  s.n_computed += 1;  // the last sampled token
-  kv_.computed(kv_view(s));
-  s.stats.draft_tokens += static_cast<int64_t>(drafts.size());
-  const int64_t accepted_before = s.stats.draft_accepted;
-  bool finished = false;
-  for (size_t j = 0;; ++j) {
-    const int32_t* draft = j < drafts.size() ? &drafts[j] : nullptr;
-    finished = sample(s, logits.subspan(j * V, V), draft);
-    if (finished || !draft || s.tokens.back() != *draft) break;
-    s.n_computed += 1;  // the draft's K/V is the chosen token's
-  }
-  const int64_t accepted = s.stats.draft_accepted - accepted_before;
-  if (!finished) {
-    kv_.trim(s.id, s.n_computed + 1);  // room taken for rejected drafts goes back
-    if (draft_) draft_->sync(s.id, s.tokens);
-  }
-  s.draft_len.verified(static_cast<int64_t>(drafts.size()), accepted);
-  return finished;
 }
 
 // Completing replies that cached their last token leave; sequences that finished this step
