@@ -329,6 +329,7 @@ void bench_engine(const BenchOptions& o, const Model& model, const Tokenizer& to
         eo.step_tokens = std::max<int64_t>(eo.step_tokens, 33 * n);
         eo.kv_type = kv;
         eo.kv_block_tokens = o.kv_block.front();
+        eo.spec.mode = SpecMode::Off;  // batching alone: drafts would inflate random models' loops
         Engine engine(model, tok, eo, pool);
         engine.start();
         std::vector<GenerationRequest> reqs;
@@ -364,6 +365,7 @@ void bench_engine(const BenchOptions& o, const Model& model, const Tokenizer& to
     eo.step_tokens = o.step_tokens;
     eo.kv_type = kv;
     eo.kv_block_tokens = o.kv_block.front();
+    eo.spec.mode = SpecMode::Off;  // TTFT under a long prefill: scheduling alone
     Engine engine(model, tok, eo, pool);
     engine.start();
     run_engine(engine, {make(32, 2, 98)}, {});  // warm-up
