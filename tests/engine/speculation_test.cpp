@@ -116,6 +116,14 @@ std::vector<std::string> model_files() {
   return out;
 }
 
+// A model file's stem as a test name (letters and digits; others become '_').
+std::string test_name(const std::string& path) {
+  std::string n = std::filesystem::path(path).stem().string();
+  for (char& c : n)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return n;
+}
+
 class SpecExact : public ::testing::TestWithParam<std::string> {};
 
 // Greedy: off without a cache is the reference; n-gram drafts with memory hits, with a pool so
@@ -204,12 +212,7 @@ TEST_P(SpecExact, SeededSamplingEqualsPlainDecoding) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllModels, SpecExact, ::testing::ValuesIn(model_files()),
-                         [](const auto& info) {
-                           std::string n = std::filesystem::path(info.param).stem().string();
-                           for (char& c : n)
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+                         [](const auto& info) { return test_name(info.param); });
 
 // A reply cancelled part-way (its last step verified drafts beyond what it keeps) leaves the
 // cache exact: the same prompt again gives the plain reply, reusing what was cached.
@@ -338,12 +341,7 @@ std::vector<std::pair<std::string, std::string>> drafted_by_stories() {
   return out;
 }
 INSTANTIATE_TEST_SUITE_P(AllModels, SpecDraftExact, ::testing::ValuesIn(drafted_by_stories()),
-                         [](const auto& info) {
-                           std::string n = std::filesystem::path(info.param.first).stem().string();
-                           for (char& c : n)
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+                         [](const auto& info) { return test_name(info.param.first); });
 
 // Seeded sampling with a draft model: the same tokens as without (the draft's tokens are only
 // kept when the sampler chose them).

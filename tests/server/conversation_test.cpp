@@ -12,7 +12,7 @@
 
 #include "common/shared_data.h"
 #include "server_fixture.h"
-#include "tools/synth.h"
+#include "tiny_qwen3.h"
 
 namespace hearth::server {
 namespace {
@@ -30,13 +30,7 @@ class Conversation : public ::testing::Test {
   static void SetUpTestSuite() {
     if (!test::shared_exists("tokenizers/vocab-qwen3.gguf")) return;
     // A tiny random Qwen3 with the real Qwen3 vocabulary and no chat template (ChatML).
-    SynthSpec spec = *synth_preset("tiny-qwen3");
-    spec.vocab_path = test::shared_path("tokenizers/vocab-qwen3.gguf");
-    spec.weight_type = TensorType::Q8_0;
-    const std::string path = (std::filesystem::temp_directory_path() /
-                              ("hearth-server-conv-" + std::to_string(::getpid()) + ".gguf"))
-                                 .string();
-    write_synthetic_model(spec, path);
+    const std::string path = test::write_tiny_qwen3("conv");
     backend_ = new test::Backend(path, 4, 16, 2048, "tiny-qwen3");
     std::filesystem::remove(path);  // stays mapped
     backend_->info.chat_template.reset();

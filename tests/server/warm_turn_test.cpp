@@ -13,7 +13,7 @@
 
 #include "common/shared_data.h"
 #include "server_fixture.h"
-#include "tools/synth.h"
+#include "tiny_qwen3.h"
 
 namespace hearth::server {
 namespace {
@@ -31,13 +31,7 @@ class WarmTurn : public ::testing::Test {
     if (!test::shared_exists("tokenizers/vocab-qwen3.gguf") ||
         !test::shared_exists("templates/templates/Qwen-Qwen3-0.6B.jinja"))
       return;
-    SynthSpec spec = *synth_preset("tiny-qwen3");
-    spec.vocab_path = test::shared_path("tokenizers/vocab-qwen3.gguf");
-    spec.weight_type = TensorType::Q8_0;
-    const std::string path = (std::filesystem::temp_directory_path() /
-                              ("hearth-server-warm-" + std::to_string(::getpid()) + ".gguf"))
-                                 .string();
-    write_synthetic_model(spec, path);
+    const std::string path = test::write_tiny_qwen3("warm");
     const std::string tmpl =
         test::read_file(test::shared_path("templates/templates/Qwen-Qwen3-0.6B.jinja"));
     for (int i = 0; i < 2; ++i) {
