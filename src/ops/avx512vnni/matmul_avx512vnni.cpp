@@ -3,8 +3,9 @@
 // not AVX-VNNI (AMD Zen 4, Intel Ice Lake to Sapphire Rapids). Compiled with -mavx2 -mfma -mf16c
 // -mavx512f -mavx512bw -mavx512vl -mavx512vnni; called only at SimdLevel::Avx2Vnni when
 // ops::vnni_evex(). The same exact int32 sums as ops/avxvnni/matmul_avxvnni.cpp, so every result
-// is bit-identical to the AVX2 and AVX-VNNI kernels'; Q8_0 (PQ8Zmm) and the nibble formats' dots
-// (Q4_0, Q4_K: DotVnniEvex::nibble_dots) run on 512-bit vectors.
+// is bit-identical to the AVX2 and AVX-VNNI kernels'. On 512-bit vectors: Q8_0, Q4_0 and Q4_K
+// over two groups at once for prefill chunks (group_pairs.h), and per group for fewer tokens
+// (PQ8Zmm; the nibble formats' dots in DotVnniEvex::nibble_dots).
 // GCC 12's AVX-512 intrinsics pass _mm*_undefined_*() values to their builtins, which
 // -Wmaybe-uninitialized reports (a false positive; nothing reads those lanes).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -12,6 +13,7 @@
 
 #include "ops/avx2/kernel_helpers.h"
 #include "ops/avx2/packed_matmul.h"
+#include "ops/avx512vnni/group_pairs.h"
 #include "ops/matmul_kernels.h"
 
 namespace hearth::ops::mm {
@@ -106,16 +108,16 @@ bool rows_avx512vnni(const MatrixView& w, const Acts& x, float* y, int64_t y_str
   const Ctx c{w, x, y, y_stride};
   switch (w.type) {
     case TensorType::Q8_0:
-      drive_packed<PQ8Zmm>(c, r0, r1);
+      drive_pairs<PairQ8, PQ8Zmm>(c, r0, r1);
       return true;
     case TensorType::Q4_0:
-      drive_packed<PQ4<DotVnniEvex>>(c, r0, r1);
+      drive_pairs<PairQ4, PQ4<DotVnniEvex>>(c, r0, r1);
       return true;
     case TensorType::Q5_0:
       drive_packed<PQ5<DotVnniEvex>>(c, r0, r1);
       return true;
     case TensorType::Q4_K:
-      drive_packed<PQ4K<DotVnniEvex>>(c, r0, r1);
+      drive_pairs<PairQ4K, PQ4K<DotVnniEvex>>(c, r0, r1);
       return true;
     case TensorType::Q6_K:
       drive_packed<PQ6K<DotVnniEvex>>(c, r0, r1);
