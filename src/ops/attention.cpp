@@ -233,8 +233,18 @@ void append_tasks(const AttentionArgs& a, const KvSeqView& kv, std::vector<detai
 
 }  // namespace
 
-const char* attention_kernel_name() {
-  return use_avx2() ? "avx2" : "scalar";  // the branch attention() takes per task
+namespace {
+
+// The AVX-512 build of the task, where the matmuls use theirs (ops/cpu_features.h: vnni_evex).
+bool attention_uses_avx512() {
+  return simd_level() >= SimdLevel::Avx2Vnni && vnni_evex();
+}
+
+}  // namespace
+
+const char* attention_kernel_name() {  // the branch attention() takes per task
+  if (use_avx2()) return attention_uses_avx512() ? "avx512" : "avx2";
+  return "scalar";
 }
 
 void attention(const AttentionArgs& a, const KvSeqView& kv, ThreadPool& pool) {
@@ -256,14 +266,17 @@ void attention_batch(std::span<const AttentionArgs> a, std::span<const KvSeqView
     return a[x].n_q * kv[x].n_tokens > a[y].n_q * kv[y].n_tokens;
   });
   for (size_t i : order) append_tasks(a[i], kv[i], tasks);
-  bool simd = false;
+  bool simd = false, zmm = false;
 #if defined(__x86_64__)
   simd = simd_level() >= SimdLevel::Avx2;
+  zmm = attention_uses_avx512();
 #endif
   const std::vector<detail::AttnTask>& list = tasks;  // the workers see their own thread_locals
   pool.parallel_for(static_cast<int64_t>(list.size()), [&](int64_t i, int) {
     const detail::AttnTask& t = list[static_cast<size_t>(i)];
-    if (simd && t.head_dim % 8 == 0) {
+    if (zmm && t.head_dim % 8 == 0) {
+      detail::avx512::attention_task(t);
+    } else if (simd && t.head_dim % 8 == 0) {
       detail::avx2::attention_task(t);
     } else {
       detail::attention_task_scalar(t);
@@ -272,3 +285,15 @@ void attention_batch(std::span<const AttentionArgs> a, std::span<const KvSeqView
 }
 
 }  // namespace hearth::ops
+
+#if !defined(__x86_64__)
+// No SIMD tasks on this architecture: use_avx2() is always false, these are never called.
+namespace hearth::ops::detail {
+void avx2::attention_task(const AttnTask& t) {
+  attention_task_scalar(t);
+}
+void avx512::attention_task(const AttnTask& t) {
+  attention_task_scalar(t);
+}
+}  // namespace hearth::ops::detail
+#endif

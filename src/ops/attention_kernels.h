@@ -100,4 +100,9 @@ namespace avx2 {
 void attention_task(const AttnTask& t);
 }  // namespace avx2
 
+namespace avx512 {
+// The same, bit-identical, with the prefill GEMMs on 512-bit vectors (AVX-512 F/BW/VL CPUs).
+void attention_task(const AttnTask& t);
+}  // namespace avx512
+
 }  // namespace hearth::ops::detail

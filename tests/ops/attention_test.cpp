@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -70,8 +71,9 @@ struct Cache {
   }
 };
 
+// Avx2Vnni runs the AVX-512 build of the task on CPUs with AVX-512 (ops/cpu_features.h).
 std::vector<SimdLevel> levels() {
-  return test::levels_available({SimdLevel::Scalar, SimdLevel::Avx2});
+  return test::levels_available({SimdLevel::Scalar, SimdLevel::Avx2, SimdLevel::Avx2Vnni});
 }
 
 std::vector<float> run_fused(const Cache& c, const std::vector<float>& q, int64_t n_head,
@@ -487,6 +489,35 @@ TEST(Attention, ScalarAndAvx2Agree) {
     const auto b = run_fused(cache, q, 4, 20, 280, 0.09f, pool);
     check_close(b, a, 128, std::string("scalar vs avx2 ") + std::string(type_name(t)));
   }
+}
+
+// The AVX-512 build of the task gives the AVX2 build's bits (a cached block must equal a
+// recomputed one on a machine of another kind): prefill tiles and decode rows, head widths with
+// and without a last column chunk of 8, GQA groups, every KV type.
+TEST(Attention, Avx512BuildIsBitIdenticalToAvx2) {
+  LevelGuard guard;
+  const std::vector<SimdLevel> ls = levels();
+  if (std::find(ls.begin(), ls.end(), SimdLevel::Avx2Vnni) == ls.end() ||
+      !test::vnni_encodings().back())
+    GTEST_SKIP() << "no AVX-512";
+  ThreadPool pool(2);
+  struct Shape {
+    int64_t hd, n_kv, n_head, n_q, pos0;
+  };
+  for (TensorType t : kKvTypes)
+    for (const Shape sh : {Shape{128, 2, 4, 45, 70}, Shape{64, 1, 8, 1, 200},
+                           Shape{96, 2, 2, 33, 0}, Shape{128, 4, 4, 3, 90}}) {
+      Cache cache(t, sh.n_kv, sh.hd, 32, sh.pos0 + sh.n_q, 21);
+      const auto q = random_vec(static_cast<size_t>(sh.n_q * sh.n_head * sh.hd), 22);
+      set_simd_level(SimdLevel::Avx2);
+      const auto a = run_fused(cache, q, sh.n_head, sh.n_q, sh.pos0, 0.07f, pool);
+      set_simd_level(SimdLevel::Avx2Vnni);
+      set_vnni_evex(true);
+      ASSERT_STREQ(attention_kernel_name(), "avx512");
+      const auto b = run_fused(cache, q, sh.n_head, sh.n_q, sh.pos0, 0.07f, pool);
+      ASSERT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0)
+          << type_name(t) << " head_dim " << sh.hd << " n_q " << sh.n_q;
+    }
 }
 
 TEST(Attention, RejectsBadArguments) {
