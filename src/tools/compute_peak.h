@@ -17,7 +17,8 @@ struct ComputePeak {
   // ops/s of the nibble tile step (Q4_0/Q4_K/Q6_K levels): per 32 MACs maddubs, add
   double u8s8 = 0;
   // The packed kernels' steps on vpdpbusd, measured at SimdLevel::Avx2Vnni (else 0): per 32
-  // MACs sign + vpdpbusd (Q8_0), and vpdpbusd alone (the nibble formats).
+  // MACs sign + vpdpbusd (Q8_0), and vpdpbusd alone (the nibble formats); in the AVX-512 build
+  // the prefill step over two groups of rows (512-bit, one vpdpbusd per token and 64 MACs).
   double s8s8_vnni = 0;
   double u8s8_vnni = 0;
 };
