@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -56,20 +57,34 @@ SimdLevel clamp(SimdLevel want) {
 
 std::atomic<int> g_evex{-1};
 
+bool env_is(const char* name, const char* value) {
+  const char* env = std::getenv(name);
+  return env != nullptr && std::strcmp(env, value) == 0;
+}
+
 bool default_evex() {
   const CpuFeatures& f = cpu_features();
   if (!evex_vnni(f)) return false;
   if (!f.avxvnni) return true;
-  // Both: the AVX-512 kernels (Q8_0 on 512-bit vectors), unless HEARTH_VNNI=vex.
-  const char* env = std::getenv("HEARTH_VNNI");
-  return env == nullptr || std::strcmp(env, "vex") != 0;
+  // Both: the AVX-512 kernels, unless HEARTH_VNNI=vex or HEARTH_SIMD=avxvnni.
+  return !env_is("HEARTH_VNNI", "vex") && !env_is("HEARTH_SIMD", "avxvnni");
 }
 
+// HEARTH_SIMD: scalar, avx2, avxvnni (the 256-bit VNNI build) or avx512 (the AVX-512 build),
+// each clamped to what the CPU runs; anything else is reported once and ignored.
 SimdLevel best_level() {
   SimdLevel want = SimdLevel::Avx2Vnni;
   if (const char* env = std::getenv("HEARTH_SIMD")) {
-    if (std::strcmp(env, "scalar") == 0) want = SimdLevel::Scalar;
-    if (std::strcmp(env, "avx2") == 0) want = SimdLevel::Avx2;
+    if (std::strcmp(env, "scalar") == 0) {
+      want = SimdLevel::Scalar;
+    } else if (std::strcmp(env, "avx2") == 0) {
+      want = SimdLevel::Avx2;
+    } else if (std::strcmp(env, "avxvnni") != 0 && std::strcmp(env, "avx512") != 0) {
+      std::fprintf(stderr,
+                   "hearth: HEARTH_SIMD=%s is not one of scalar, avx2, avxvnni, avx512; using "
+                   "the best level this CPU runs\n",
+                   env);
+    }
   }
   return clamp(want);
 }

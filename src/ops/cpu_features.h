@@ -22,7 +22,8 @@ struct CpuFeatures {
 const CpuFeatures& cpu_features();
 
 // The level kernels use: the best the CPU supports, lowered by HEARTH_SIMD=scalar|avx2 (for
-// tests and comparisons) or set_simd_level().
+// tests and comparisons) or set_simd_level(). HEARTH_SIMD=avxvnni|avx512 pick the VNNI build
+// (see vnni_evex) on a CPU with both.
 SimdLevel simd_level();
 void set_simd_level(SimdLevel level);  // clamps to what the CPU supports
 const char* simd_level_name(SimdLevel level);
