@@ -46,6 +46,7 @@ ComputePeak measure_compute_peak(ops::ThreadPool& pool, double seconds, int reps
   p.s8s8 = rate(pool, detail::avx2::peak_s8s8, seconds, reps);
   p.u8s8 = rate(pool, detail::avx2::peak_u8s8, seconds, reps);
   if (ops::simd_level() >= ops::SimdLevel::Avx2Vnni && ops::vnni_evex()) {
+    p.f32 = rate(pool, detail::avx512vnni::peak_f32_fma, seconds, reps);
     p.s8s8_vnni = rate(pool, detail::avx512vnni::peak_s8s8, seconds, reps);
     p.u8s8_vnni = rate(pool, detail::avx512vnni::peak_u8s8, seconds, reps);
   } else if (ops::simd_level() >= ops::SimdLevel::Avx2Vnni) {

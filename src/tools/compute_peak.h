@@ -11,7 +11,7 @@
 namespace hearth::tools {
 
 struct ComputePeak {
-  double f32 = 0;  // FLOP/s of FMA (F32/F16/BF16 weights; attention)
+  double f32 = 0;  // FLOP/s of FMA (F32/F16/BF16 weights; attention): 512-bit in the AVX-512 build
   // ops/s of the Q8_0 tile step: per 32 MACs sign, maddubs, madd, add (|w| once per 6 tokens)
   double s8s8 = 0;
   // ops/s of the nibble tile step (Q4_0/Q4_K/Q6_K levels): per 32 MACs maddubs, add

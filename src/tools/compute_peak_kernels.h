@@ -21,6 +21,7 @@ double peak_u8s8(int64_t iters);
 
 namespace hearth::tools::detail::avx512vnni {
 
+double peak_f32_fma(int64_t iters);  // 512-bit FMA (the AVX-512 build's float prefill)
 double peak_s8s8(int64_t iters);
 double peak_u8s8(int64_t iters);
 

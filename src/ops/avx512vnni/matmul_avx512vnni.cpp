@@ -7,12 +7,15 @@
 // over two groups at once for prefill chunks (group_pairs.h), and per group for fewer tokens
 // (PQ8Zmm; the nibble formats' dots in DotVnniEvex::nibble_dots).
 // GCC 12's AVX-512 intrinsics pass _mm*_undefined_*() values to their builtins, which
-// -Wmaybe-uninitialized reports (a false positive; nothing reads those lanes).
+// -Wmaybe-uninitialized and -Wuninitialized report (a false positive; nothing reads those
+// lanes).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
 #include "ops/avx2/kernel_helpers.h"
 #include "ops/avx2/packed_matmul.h"
+#include "ops/avx512vnni/float_pairs.h"
 #include "ops/avx512vnni/group_pairs.h"
 #include "ops/matmul_kernels.h"
 
@@ -100,12 +103,30 @@ struct PQ8Zmm : OneScalePerBlock<PQ8Zmm> {
   }
 };
 
+// F32 / F16 / BF16 prefill chunks (float_pairs.h); false for anything else.
+bool float_rows(const Ctx& c, int64_t r0, int64_t r1) {
+  if (c.x.n_tok < kFloatPairMinTokens) return false;
+  switch (c.w.type) {
+    case TensorType::F32:
+      FloatPairs<TensorType::F32>::drive(c, r0, r1);
+      return true;
+    case TensorType::F16:
+      FloatPairs<TensorType::F16>::drive(c, r0, r1);
+      return true;
+    case TensorType::BF16:
+      FloatPairs<TensorType::BF16>::drive(c, r0, r1);
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 bool rows_avx512vnni(const MatrixView& w, const Acts& x, float* y, int64_t y_stride, int64_t r0,
                      int64_t r1) {
-  if (w.packed == nullptr) return false;
   const Ctx c{w, x, y, y_stride};
+  if (w.packed == nullptr) return float_rows(c, r0, r1);
   switch (w.type) {
     case TensorType::Q8_0:
       drive_pairs<PairQ8, PQ8Zmm>(c, r0, r1);

@@ -42,6 +42,23 @@ inline void run_pair_step(int64_t iters, __m512i w, Step&& step) {
 
 }  // namespace
 
+double peak_f32_fma(int64_t iters) {
+  constexpr int kChains = 10;  // > FMA latency x pipes
+  __m512 acc[kChains];
+  for (int i = 0; i < kChains; ++i) acc[i] = _mm512_set1_ps(0.001f * static_cast<float>(i));
+  __m512 a = _mm512_set1_ps(0.999f), b = _mm512_set1_ps(1e-4f);
+  for (int64_t n = 0; n < iters; ++n) {
+    asm volatile("" : "+v"(a));
+    asm volatile("" : "+v"(b));
+#pragma GCC unroll 10
+    for (int i = 0; i < kChains; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
+  }
+  __m512 s = acc[0];
+  for (int i = 1; i < kChains; ++i) s = _mm512_add_ps(s, acc[i]);
+  sink = static_cast<int>(_mm512_cvtss_f32(s));
+  return static_cast<double>(iters) * kChains * 16 * 2;
+}
+
 // Q8_0: the weights read as w + 128 (one xor per vector), one vpdpbusd per token.
 double peak_s8s8(int64_t iters) {
   const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
