@@ -45,6 +45,23 @@ MM_INLINE float h2f(uint16_t h) {
   return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h)));
 }
 
+// One element of an F32 / F16 / BF16 weight row as f32 (the float kernels' scalar tails).
+template <TensorType WT>
+MM_INLINE float float_weight(const uint8_t* p) {
+  if constexpr (WT == TensorType::F32) {
+    float f;
+    std::memcpy(&f, p, 4);
+    return f;
+  } else if constexpr (WT == TensorType::F16) {
+    return h2f(ld16(p));
+  } else {
+    const uint32_t u = static_cast<uint32_t>(ld16(p)) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  }
+}
+
 // ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)): the one reduction order used everywhere.
 MM_INLINE float hsum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));

@@ -649,20 +649,6 @@ struct KFloat {
       return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(loadu128(p)), 16));
     }
   }
-  static MM_INLINE float load1(const uint8_t* p) {
-    if constexpr (WT == TensorType::F32) {
-      float f;
-      std::memcpy(&f, p, 4);
-      return f;
-    } else if constexpr (WT == TensorType::F16) {
-      return h2f(ld16(p));
-    } else {
-      const uint32_t u = static_cast<uint32_t>(ld16(p)) << 16;
-      float f;
-      std::memcpy(&f, &u, 4);
-      return f;
-    }
-  }
 
   template <int R>
   static void dec(const Ctx& c, int64_t r, int64_t t) {
@@ -705,7 +691,8 @@ struct KFloat {
     for (int i = 0; i < R; ++i)
       for (int j = 0; j < T; ++j) {
         float s = hsum(acc[i][j]);
-        for (int64_t k = n8; k < n; ++k) s = std::fma(load1(wr[i] + k * kElem), xr[j][k], s);
+        for (int64_t k = n8; k < n; ++k)
+          s = std::fma(float_weight<WT>(wr[i] + k * kElem), xr[j][k], s);
         c.y[(t0 + j) * c.ys + r + i] = s;
       }
   }

@@ -34,20 +34,6 @@ struct FloatPairs {
       return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
     }
   }
-  static MM_INLINE float load1(const uint8_t* p) {
-    if constexpr (WT == TensorType::F32) {
-      float f;
-      std::memcpy(&f, p, 4);
-      return f;
-    } else if constexpr (WT == TensorType::F16) {
-      return h2f(ld16(p));
-    } else {
-      const uint32_t u = static_cast<uint32_t>(ld16(p)) << 16;
-      float f;
-      std::memcpy(&f, &u, 4);
-      return f;
-    }
-  }
   // 8 activations in both halves.
   static MM_INLINE __m512 both_halves(const float* x) {
     return _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps(x))));
@@ -89,7 +75,8 @@ struct FloatPairs {
         for (int h = 0; h < 2 && r + 2 * p + h < r1; ++h) {
           const uint8_t* w = wr[2 * p + h];
           float s = hsum(halves[h]);
-          for (int64_t k = n8; k < n; ++k) s = std::fma(load1(w + k * kElem), xr[j][k], s);
+          for (int64_t k = n8; k < n; ++k)
+            s = std::fma(float_weight<WT>(w + k * kElem), xr[j][k], s);
           c.y[(t0 + j) * c.ys + r + 2 * p + h] = s;
         }
       }
