@@ -492,8 +492,9 @@ TEST(Attention, ScalarAndAvx2Agree) {
 }
 
 // The AVX-512 build of the task gives the AVX2 build's bits (a cached block must equal a
-// recomputed one on a machine of another kind): prefill tiles and decode rows, head widths with
-// and without a last column chunk of 8, GQA groups, every KV type.
+// recomputed one on a machine of another kind): prefill tiles and decode rows (one, two and more
+// query vectors per KV head), head widths with and without a last column chunk of 8 or 16, GQA
+// groups, every KV type.
 TEST(Attention, Avx512BuildIsBitIdenticalToAvx2) {
   LevelGuard guard;
   const std::vector<SimdLevel> ls = levels();
@@ -506,7 +507,13 @@ TEST(Attention, Avx512BuildIsBitIdenticalToAvx2) {
   };
   for (TensorType t : kKvTypes)
     for (const Shape sh : {Shape{128, 2, 4, 45, 70}, Shape{64, 1, 8, 1, 200},
-                           Shape{96, 2, 2, 33, 0}, Shape{128, 4, 4, 3, 90}}) {
+                           Shape{96, 2, 2, 33, 0}, Shape{128, 4, 4, 3, 90},
+                           // decode with one or two query vectors per KV head (the 512-bit
+                           // key-pair scores and 16-column P*V), with and without column tails
+                           Shape{128, 2, 4, 1, 300}, Shape{96, 2, 2, 1, 77},
+                           Shape{40, 1, 1, 1, 100}, Shape{72, 1, 2, 1, 65}}) {
+      const bool blocks = t == TensorType::Q8_0 || t == TensorType::Q4_0;
+      if (blocks && sh.hd % 32 != 0) continue;  // quantized heads are whole blocks of 32
       Cache cache(t, sh.n_kv, sh.hd, 32, sh.pos0 + sh.n_q, 21);
       const auto q = random_vec(static_cast<size_t>(sh.n_q * sh.n_head * sh.hd), 22);
       set_simd_level(SimdLevel::Avx2);

@@ -148,11 +148,11 @@ inline __m512 load16(const uint8_t* row, int64_t c) {
 }
 #endif
 
-// Software prefetch of encoded rows, kPrefetchTiles tiles ahead: each row decoded prefetches the
-// row at the same place in that tile, which keeps a steady number of lines in flight. Into L2 (T1):
-// prefetching into L1 (T0) ties up the L1 miss buffers and measured 2x slower; in token-major
-// blocks a head's rows are a strided walk that the hardware prefetchers barely follow, so
-// without software prefetch decode reads K/V at a third of the rate.
+// Software prefetch of encoded rows, kPrefetchTiles tiles ahead. Into L2 (T1): prefetching into
+// L1 (T0) ties up the L1 miss buffers and measured 2x slower; in token-major blocks a head's
+// rows are a strided walk that the hardware prefetchers barely follow, so without software
+// prefetch decode reads K/V at a third of the rate. The tile-decoded path prefetches a row as it
+// decodes one; the direct path (decode) spreads them over its score blocks (TilePrefetch).
 #ifndef HEARTH_ATTN_PREFETCH_TILES
 #define HEARTH_ATTN_PREFETCH_TILES 1  // measured best (2 and 4 slower)
 #endif
@@ -208,6 +208,24 @@ inline void prefetch_first_tiles(const AttnTask& t, TileLen&& tile_len, const ui
     }
   }
 }
+
+// The next tile's K and V rows, prefetched a few rows at a time between score blocks (upto(j):
+// rows [done, j)) rather than all at once: a burst of a tile's 256 line prefetches fills the
+// core's miss buffers and the kernel stalls behind them, while spread out they overlap the
+// arithmetic (decode over 2,048 cached tokens, Zen 5: 1.6x the KV read rate).
+struct TilePrefetch {
+  const uint8_t* const* k;
+  const uint8_t* const* v;
+  int64_t n;  // valid rows of the next tile
+  int64_t bytes;
+  int64_t done = 0;
+  void upto(int64_t j) {
+    for (const int64_t end = std::min(j, n); done < end; ++done) {
+      prefetch_row(k[done], bytes);
+      prefetch_row(v[done], bytes);
+    }
+  }
+};
 
 // Register blocking. Blocks of up to kMaxMb query vectors. With 3 or more, scores take 2 keys
 // per pass (key chunks in registers, query chunks streamed) and P*V 2 column chunks of 8 (V
@@ -291,29 +309,110 @@ inline void qk_block(const float* const* q, const uint8_t* const* k, int64_t hd,
 
 // Scores of MB query vectors against keys [0, jn) (k padded with valid rows up to a multiple
 // of 8; the extra scores are discarded by the caller).
+#if defined(__AVX512F__)
+// Column chunk c of keys a and b as one vector: key a's 8 elements in the low half, b's in the
+// high half (each exactly Rows::load's values).
+template <class Rows>
+inline __m512 load_key_pair(const uint8_t* a, const uint8_t* b, int64_t c) {
+  if constexpr (std::is_same_v<Rows, F16Rows>) {
+    const __m128i ha = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + 2 * c));
+    const __m128i hb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2 * c));
+    return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(ha), hb, 1));
+  } else {
+    const __m256d lo = _mm256_castps_pd(Rows::load(a, c));
+    const __m256d hi = _mm256_castps_pd(Rows::load(b, c));
+    return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(lo), hi, 1));
+  }
+}
+
+// qk_block for one or two query vectors with two keys per 512-bit vector: each half runs key
+// 2i or 2i+1's own 8-lane chain (query chunk broadcast to both halves), and the halves are
+// reduced by hsum4_ps as qk_block reduces them - the same bits in half the FMAs.
+template <class Rows, int MB, int NB>
+inline void qk_block16(const float* const* q, const uint8_t* const* k, int64_t hd, float scale,
+                       float* s) {
+  static_assert(NB % 4 == 0 && MB <= 2);
+  constexpr int NP = NB / 2;  // key pairs
+  __m512 acc[MB][NP];
+#pragma GCC unroll 16
+  for (int m = 0; m < MB; ++m)
+#pragma GCC unroll 16
+    for (int i = 0; i < NP; ++i) acc[m][i] = _mm512_setzero_ps();
+  for (int64_t c = 0; c < hd; c += 8) {
+    __m512 qv[MB];
+#pragma GCC unroll 16
+    for (int m = 0; m < MB; ++m)
+      qv[m] = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps(q[m] + c))));
+#pragma GCC unroll 16
+    for (int i = 0; i < NP; ++i) {
+      const __m512 kv = load_key_pair<Rows>(k[2 * i], k[2 * i + 1], c);
+#pragma GCC unroll 16
+      for (int m = 0; m < MB; ++m) acc[m][i] = _mm512_fmadd_ps(qv[m], kv, acc[m][i]);
+    }
+  }
+  const __m128 sc = _mm_set1_ps(scale);
+  auto lo = [](__m512 v) { return _mm512_castps512_ps256(v); };
+  auto hi = [](__m512 v) {
+    return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+  };
+#pragma GCC unroll 16
+  for (int m = 0; m < MB; ++m)
+#pragma GCC unroll 16
+    for (int i = 0; i < NP; i += 2) {
+      const __m128 r = hsum4_ps(lo(acc[m][i]), hi(acc[m][i]), lo(acc[m][i + 1]), hi(acc[m][i + 1]));
+      _mm_storeu_ps(s + m * T + 2 * i, _mm_mul_ps(r, sc));
+    }
+}
+#endif
+
+// Scores of MB query vectors against keys [0, jn) (k padded with valid rows up to the tile's
+// end; the extra scores are discarded by the caller), prefetching the next tile's rows as it
+// goes.
 template <class Rows, int MB>
 inline void qk_rows(const float* const* q, const uint8_t* const* k, int64_t jn, int64_t hd,
-                    float scale, float* s) {
+                    float scale, float* s, TilePrefetch& pf) {
+#if defined(__AVX512F__)
+  if constexpr (MB <= 2) {
+    constexpr int NB = 16 / MB;
+    for (int64_t n = 0; n < jn; n += NB) {
+      qk_block16<Rows, MB, NB>(q, k + n, hd, scale, s + n);
+      pf.upto(n + NB);
+    }
+    return;
+  }
+#endif
   constexpr int NB = MB >= 3 ? 2 : 8 / MB;
-  for (int64_t n = 0; n < jn; n += NB) qk_block<Rows, MB, NB>(q, k + n, hd, scale, s + n);
+  for (int64_t n = 0; n < jn; n += NB) {
+    qk_block<Rows, MB, NB>(q, k + n, hd, scale, s + n);
+    pf.upto(n + NB);
+  }
 }
 
 #if defined(__AVX512F__)
-// pv_block's two column chunks of 8 as one vector of 16 (the same operations on every lane).
-template <class Rows, int MB, bool kVInRegs>
+// pv_block's column chunks of 8, two to a vector of 16: C16 vectors (16*C16 columns) per query
+// vector (the same operations on every lane).
+template <class Rows, int MB, int C16 = 1>
 inline void pv_block16(float* const* o, const float* alpha, const float* p, const uint8_t* const* v,
                        int64_t jn, int64_t c0) {
-  __m512 acc[MB];
+  __m512 acc[MB][C16];
 #pragma GCC unroll 16
   for (int m = 0; m < MB; ++m)
-    acc[m] = _mm512_mul_ps(_mm512_loadu_ps(o[m] + c0), _mm512_set1_ps(alpha[m]));
-  for (int64_t j = 0; j < jn; ++j) {
-    const __m512 vv = load16<Rows>(v[j], c0);
 #pragma GCC unroll 16
-    for (int m = 0; m < MB; ++m) acc[m] = _mm512_fmadd_ps(_mm512_set1_ps(p[m * T + j]), vv, acc[m]);
+    for (int c = 0; c < C16; ++c)
+      acc[m][c] = _mm512_mul_ps(_mm512_loadu_ps(o[m] + c0 + 16 * c), _mm512_set1_ps(alpha[m]));
+  for (int64_t j = 0; j < jn; ++j) {
+#pragma GCC unroll 16
+    for (int c = 0; c < C16; ++c) {
+      const __m512 vv = load16<Rows>(v[j], c0 + 16 * c);
+#pragma GCC unroll 16
+      for (int m = 0; m < MB; ++m)
+        acc[m][c] = _mm512_fmadd_ps(_mm512_set1_ps(p[m * T + j]), vv, acc[m][c]);
+    }
   }
 #pragma GCC unroll 16
-  for (int m = 0; m < MB; ++m) _mm512_storeu_ps(o[m] + c0, acc[m]);
+  for (int m = 0; m < MB; ++m)
+#pragma GCC unroll 16
+    for (int c = 0; c < C16; ++c) _mm512_storeu_ps(o[m] + c0 + 16 * c, acc[m][c]);
 }
 #endif
 
@@ -322,7 +421,7 @@ template <class Rows, int MB, int CB, bool kVInRegs = (MB >= 3)>
 inline void pv_block(float* const* o, const float* alpha, const float* p, const uint8_t* const* v,
                      int64_t jn, int64_t c0) {
 #if defined(__AVX512F__)
-  if constexpr (CB == 2) return pv_block16<Rows, MB, kVInRegs>(o, alpha, p, v, jn, c0);
+  if constexpr (CB == 2) return pv_block16<Rows, MB>(o, alpha, p, v, jn, c0);
 #endif
   __m256 acc[MB][CB];
 #pragma GCC unroll 16
@@ -366,6 +465,13 @@ template <class Rows, int MB, int CB = (MB >= 3 ? 2 : 8 / MB), bool kVInRegs = (
 inline void pv_rows(float* const* o, const float* alpha, const float* p, const uint8_t* const* v,
                     int64_t jn, int64_t hd) {
   int64_t c0 = 0;
+#if defined(__AVX512F__)
+  if constexpr (MB <= 2) {  // 8 chains of 16 columns (64 per pass for two vectors)
+    constexpr int C16 = 8 / MB;
+    for (; c0 + 16 * C16 <= hd; c0 += 16 * C16) pv_block16<Rows, MB, C16>(o, alpha, p, v, jn, c0);
+    for (; c0 + 16 <= hd; c0 += 16) pv_block16<Rows, MB, 1>(o, alpha, p, v, jn, c0);
+  }
+#endif
   for (; c0 + 8 * CB <= hd; c0 += 8 * CB) pv_block<Rows, MB, CB, kVInRegs>(o, alpha, p, v, jn, c0);
   for (; c0 < hd; c0 += 8) pv_block<Rows, MB, 1, kVInRegs>(o, alpha, p, v, jn, c0);
 }
@@ -726,7 +832,7 @@ void run_direct(const AttnTask& t) {
     tile_rows(t, j0, jn, krow, vrow);
     const int64_t n_pf = tile_len(j0 + kPrefetchTiles * T);
     tile_rows(t, j0 + kPrefetchTiles * T, n_pf, kpf, vpf);
-    for (int64_t j = 0; j < n_pf; ++j) prefetch_row(kpf[j], hb);
+    TilePrefetch pf{kpf, vpf, n_pf, hb};
     for (int64_t j = jn; j < T; ++j) krow[j] = krow[0];  // padding, scores discarded
 
     // Query vectors whose position is >= j0 take part in this tile.
@@ -734,13 +840,13 @@ void run_direct(const AttnTask& t) {
     const int64_t m_end = std::max(m_begin, t.end_row(j0) * G);  // windows starting later skip it
     auto first = [&](int64_t m) { return t.first_pos(m / G) - j0; };
     for_blocks<kMaxMb>(m_begin, m_end, [&](auto mb, int64_t m) {
-      qk_rows<Rows, decltype(mb)::value>(&qp[m], krow, jn, hd, t.scale, s + m * T);
+      qk_rows<Rows, decltype(mb)::value>(&qp[m], krow, jn, hd, t.scale, s + m * T, pf);
     });
+    pf.upto(T);
     softmax_rows(
         s, m_begin, m_end, first,
         [&](int64_t m) { return std::min(jn, t.pos_first + m / G - j0 + 1); }, mx, l, alpha);
 
-    for (int64_t j = 0; j < n_pf; ++j) prefetch_row(vpf[j], hb);
     // Vectors that see every position of the tile go through the blocked kernel; the others
     // (the diagonal) one at a time with their own end. Same operation sequence either way.
     const int64_t r_full = std::clamp<int64_t>(j0 + jn - 1 - t.pos_first, 0, t.n_rows);
