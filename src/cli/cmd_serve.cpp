@@ -20,6 +20,7 @@
 #include "cli/spec_options.h"
 #include "download/downloader.h"
 #include "server/server.h"
+#include "server/webui_assets.h"
 #include "util/error.h"
 #include "util/system.h"
 
@@ -136,11 +137,14 @@ int serve(ServeOptions o) {
     const std::filesystem::path path(o.model);
     info.id = o.alias.empty() ? path.filename().string() : o.alias;
     info.aliases = {o.model, path.filename().string(), path.stem().string()};
+    info.path = o.model;
     info.n_ctx = n_ctx;
     info.chat_template = rt->model().file().get_string("tokenizer.chat_template");
     srv.set_backend(rt->tokenizer(), rt->engine(), info);
     std::fprintf(stderr, "hearth: ready: model '%s', context %lld, %d parallel\n", info.id.c_str(),
                  static_cast<long long>(n_ctx), o.parallel);
+    if (o.http.webui && !server::webui_assets().empty())
+      std::fprintf(stderr, "hearth: web chat at http://%s:%d/\n", o.http.host.c_str(), port);
     const EngineMetrics m = rt->engine().metrics();
     std::fprintf(stderr, "hearth: KV: %d blocks, %zu bytes per token", m.kv_blocks,
                  m.kv_bytes_per_token);
@@ -209,8 +213,12 @@ void add_serve(CLI::App& app, Context& ctx) {
   cmd->add_flag(
       "--no-warm", [o](int64_t) { o->http.warm = false; },
       "Do not warm a conversation's next turn in the background after a chat reply");
+  cmd->add_flag(
+      "--no-webui", [o](int64_t) { o->http.webui = false; },
+      "Do not serve the web chat page at / (then / is a 404 like any unknown path)");
   cmd->add_option("--api-key", o->http.api_key,
-                  "Require 'Authorization: Bearer KEY' on every endpoint but /health");
+                  "Require 'Authorization: Bearer KEY' on every endpoint but /health and the web "
+                  "chat page");
   cmd->add_flag("--cors", o->http.cors, "Send CORS headers (Access-Control-Allow-Origin)");
   cmd->add_option("--cors-origin", o->http.cors_origin, "Allowed origin with --cors")
       ->capture_default_str();

@@ -128,6 +128,8 @@ class Engine {
   size_t kv_bytes_per_token() const { return kv_.bytes_per_token(); }
   int running() const;
   int queued() const;
+  // Most sequences decoded together (EngineOptions::max_running; the server's slots).
+  int max_running() const { return opt_.max_running; }
 
  private:
   struct Sequence;

@@ -10,6 +10,7 @@
 #include "server/model_names.h"
 #include "server/openai_response.h"
 #include "server/server_impl.h"
+#include "server/webui.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -142,6 +143,12 @@ void Server::Impl::configure_http() {
   http.new_task_queue = [threads] { return new ElasticPool(threads); };
 }
 
+// The web chat page is fetched without the API key: the page is what asks the user for it, and
+// it holds nothing secret. Every API route it calls still needs the key.
+bool Server::Impl::is_open_page(const httplib::Request& req) const {
+  return opt.webui && (req.method == "GET" || req.method == "HEAD") && is_webui_path(req.path);
+}
+
 httplib::Server::HandlerResponse Server::Impl::pre_route(const httplib::Request& req,
                                                          httplib::Response& res) {
   if (opt.cors) {
@@ -162,7 +169,7 @@ httplib::Server::HandlerResponse Server::Impl::pre_route(const httplib::Request&
     res.status = 204;
     return httplib::Server::HandlerResponse::Handled;
   }
-  if (req.path == "/health" || opt.api_key.empty())
+  if (req.path == "/health" || opt.api_key.empty() || is_open_page(req))
     return httplib::Server::HandlerResponse::Unhandled;
   if (!authorized(opt.api_key, req.get_header_value("Authorization"))) {
     res.set_header("WWW-Authenticate", "Bearer");
@@ -209,7 +216,9 @@ void Server::Impl::setup_routes() {
   http.Post("/detokenize", guarded(&Impl::handle_detokenize));
   http.Get("/metrics", guarded(&Impl::handle_metrics));
   http.Get("/slots", guarded(&Impl::handle_slots));
+  http.Get("/props", guarded(&Impl::handle_props));
   add_generation_routes();
+  if (opt.webui) add_webui_routes();
 }
 
 Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {

@@ -1,5 +1,6 @@
 // The HTTP server: OpenAI's /v1/chat/completions, /v1/completions, /v1/models and
-// llama-server's /completion, /tokenize, /detokenize, /health, /metrics, /slots over one Engine.
+// llama-server's /completion, /tokenize, /detokenize, /health, /metrics, /slots, /props over one
+// Engine, and the web chat page at /.
 //
 // Lifecycle: construct, bind() (the port answers /health with 503 "loading" at once), run() on
 // a thread, set_backend() once the model is loaded (/health turns ok), shutdown() to stop
@@ -47,10 +48,13 @@ struct ServerOptions {
   // Next-turn warming (server/next_turn.h): after a chat reply, compute the history the next
   // request will start with into the prefix cache as background work.
   bool warm = true;
+  // The web chat page at / (server/webui.h), when the binary was built with it.
+  bool webui = true;
 };
 
 struct ModelInfo {
   std::string id;                            // the name /v1/models lists
+  std::string path;                          // the file served (for /props)
   std::vector<std::string> aliases;          // other names accepted in "model" (file name, path)
   int64_t n_ctx = 0;                         // context per sequence (prompt + reply)
   int64_t created = 0;                       // unix time for /v1/models

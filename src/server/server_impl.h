@@ -1,6 +1,7 @@
 // The server's shared state, seen by the route files (server.cpp: setup, the route table and
 // the request checks every route shares; utility_routes.cpp: the small routes;
-// completion_routes.cpp: the generation routes). Not part of the public API.
+// completion_routes.cpp: the generation routes; webui.cpp: the web chat page). Not part of the
+// public API.
 #pragma once
 
 #include <httplib.h>
@@ -69,6 +70,8 @@ struct Server::Impl {
   void configure_http();
   // Before any route: CORS headers, refusals from the headers alone, the API key.
   httplib::Server::HandlerResponse pre_route(const httplib::Request& req, httplib::Response& res);
+  // A GET of the web chat page, which needs no API key.
+  bool is_open_page(const httplib::Request& req) const;
   // A status httplib set itself gets an error body (httplib_error).
   httplib::Server::HandlerResponse on_http_error(const httplib::Request& req,
                                                  httplib::Response& res);
@@ -82,6 +85,11 @@ struct Server::Impl {
   void handle_detokenize(const httplib::Request& req, httplib::Response& res);
   void handle_metrics(const httplib::Request& req, httplib::Response& res);
   void handle_slots(const httplib::Request& req, httplib::Response& res);
+  void handle_props(const httplib::Request& req, httplib::Response& res);
+
+  // The web chat page (webui.cpp): GET /, /index.html, /assets/...
+  void add_webui_routes();
+  void handle_webui(const httplib::Request& req, httplib::Response& res);
 
   // Throws ApiError 503 while loading or shutting down.
   void require_ready() const;

@@ -1,9 +1,11 @@
-// The small routes: GET /health, /v1/models, /metrics and /slots; POST /tokenize and
+// The small routes: GET /health, /v1/models, /metrics, /slots and /props; POST /tokenize and
 // /detokenize (llama-server's).
 #include <fmt/format.h>
 
 #include "server/metrics_gauges.h"
+#include "server/props.h"
 #include "server/server_impl.h"
+#include "server/webui_assets.h"
 
 namespace hearth::server {
 
@@ -108,6 +110,14 @@ void Server::Impl::handle_slots(const httplib::Request&, httplib::Response& res)
          {"n_decoded", a->generated.load()},
          {"elapsed_ms", std::chrono::duration<double, std::milli>(now - a->started).count()}});
   send_json(res, slots);
+}
+
+void Server::Impl::handle_props(const httplib::Request&, httplib::Response& res) {
+  require_ready();
+  // SamplerParams{}: what apply_sampling (request_parse.cpp) reads every request's fields over.
+  const PropsInput in{model, formatter->chat_template().source(), engine->max_running(),
+                      SamplerParams{}, opt.webui && !webui_assets().empty()};
+  send_json(res, props_json(in));
 }
 
 }  // namespace hearth::server

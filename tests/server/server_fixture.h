@@ -38,6 +38,7 @@ struct Backend {
     engine->start();
     info.id = id;
     info.aliases = {id + ".gguf"};
+    info.path = path;
     info.n_ctx = n_ctx;
     info.chat_template = model->file().get_string("tokenizer.chat_template");
   }
