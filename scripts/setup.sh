@@ -12,6 +12,7 @@ packages=(
   libxxhash-dev libzstd-dev                  # prefix-cache keys, disk tier
   googletest libgtest-dev libgmock-dev       # unit tests
   clang libclang-rt-14-dev                   # libFuzzer target
+  chromium                                   # web chat end-to-end test (driven by playwright-core)
 )
 
 missing=()
@@ -20,7 +21,8 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
-# Server integration tests drive hearth with the official `openai` npm client.
+# Server integration tests drive hearth with the official `openai` npm client; the web chat is
+# bundled from npm packages at build time.
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   missing+=(nodejs npm)
 fi
