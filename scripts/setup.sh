@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs the Debian/Ubuntu packages hearth's build and tests need. Idempotent: installs only
-# what is missing, and runs `apt-get update` only when something is.
+# Installs the Debian/Ubuntu packages hearth's build needs (with `--tests`, also those of its
+# tests). Idempotent: installs only what is missing, and runs `apt-get update` only when
+# something is.
 set -euo pipefail
 
 packages=(
@@ -12,8 +13,11 @@ packages=(
   libxxhash-dev libzstd-dev                  # prefix-cache keys, disk tier
   googletest libgtest-dev libgmock-dev       # unit tests
   clang libclang-rt-14-dev                   # libFuzzer target
-  chromium                                   # web chat end-to-end test (driven by playwright-core)
 )
+# `--tests`: also what only the test suite needs (scripts/test.sh passes it; serving does not).
+if [ "${1:-}" = "--tests" ]; then
+  packages+=(chromium)  # the web chat's end-to-end test (driven by playwright-core)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

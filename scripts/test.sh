@@ -3,7 +3,7 @@
 # run them again under ASan/UBSan, and smoke-run the GGUF fuzzer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh --tests
 
 echo "== release build + tests"
 scripts/build.sh release

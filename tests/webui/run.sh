@@ -18,7 +18,7 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
 fi
 export HEARTH_CHROMIUM="${HEARTH_CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}"
 if [ -z "$HEARTH_CHROMIUM" ]; then
-  echo "SKIP: chromium not installed (scripts/setup.sh installs Debian's chromium)"
+  echo "SKIP: chromium not installed (scripts/setup.sh --tests installs Debian's chromium)"
   exit 77
 fi
 cd "$here"
