@@ -134,10 +134,7 @@ std::vector<DiskEntry> DiskTier::scan() {
       continue;
     }
     // Headers only: the payload checksum is verified when the block is read.
-    std::ifstream in(p, std::ios::binary);
-    std::vector<uint8_t> head(64 << 10);
-    in.read(reinterpret_cast<char*>(head.data()), static_cast<std::streamsize>(head.size()));
-    head.resize(static_cast<size_t>(in.gcount()));
+    const std::vector<uint8_t> head = read_head(p.string());
     const uint64_t size = de.file_size(ec);
     DiskEntry e;
     size_t payload_at = 0;
@@ -153,6 +150,33 @@ std::vector<DiskEntry> DiskTier::scan() {
     }
   }
   return out;
+}
+
+std::vector<uint8_t> DiskTier::read_head(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<uint8_t> head(64 << 10);
+  in.read(reinterpret_cast<char*>(head.data()), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  return head;
+}
+
+std::optional<DiskEntry> DiskTier::probe(uint64_t hash, std::span<const int32_t> tokens) {
+  {
+    std::lock_guard lock(mu_);
+    if (pending_.count(hash) || sizes_.count(hash)) return std::nullopt;  // known: in the tree
+  }
+  const std::string path = path_of(hash);
+  std::error_code ec;
+  const uint64_t size = fs::file_size(path, ec);
+  if (ec) return std::nullopt;
+  DiskEntry e;
+  size_t payload_at = 0;
+  if (!parse(read_head(path), size, e, payload_at) || e.hash != hash ||
+      !std::equal(e.tokens.begin(), e.tokens.end(), tokens.begin(), tokens.end()))
+    return std::nullopt;
+  std::lock_guard lock(mu_);
+  set_size(hash, size);  // counted from now on, like the files this process found at start
+  return e;
 }
 
 void DiskTier::write(const DiskEntry& entry, const uint8_t* block) {

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -59,6 +60,11 @@ class DiskTier {
   void write(const DiskEntry& entry, const uint8_t* block);
   // Reads the block with this hash into `block` if its file is valid and holds `tokens`.
   bool read(uint64_t hash, std::span<const int32_t> tokens, uint8_t* block);
+  // The entry of a block file that is not in this process's index - written by another process
+  // sharing the folder, after this one scanned it - if its header is valid and holds `tokens`
+  // (its payload is checked when read). A file that does not qualify is left alone: it may be
+  // another identity's or another writer's.
+  std::optional<DiskEntry> probe(uint64_t hash, std::span<const int32_t> tokens);
   void remove(uint64_t hash);
   void flush();  // waits until every queued write is on disk
 
@@ -74,6 +80,8 @@ class DiskTier {
     std::shared_ptr<std::vector<uint8_t>> data;
   };
   std::string path_of(uint64_t hash) const;
+  // A file's first bytes, enough for any header (the payload follows it).
+  static std::vector<uint8_t> read_head(const std::string& path);
   void writer_loop();
   bool write_file(const Job& job);
   // Byte accounting; callers hold mu_.

@@ -136,8 +136,14 @@ int64_t KvManager::attach(int64_t id, std::span<const int32_t> tokens, const Tex
     if (m.n_tokens() <= n_lead || m.n_tokens() >= static_cast<int64_t>(tokens.size()))
       release_match(m);
   }
-  if (cache_ && m.blocks.empty())
-    m = cache_->match(tokens, std::min(max_tokens, static_cast<int64_t>(tokens.size()) - 1), slot);
+  const int64_t limit = std::min(max_tokens, static_cast<int64_t>(tokens.size()) - 1);
+  if (cache_ && m.blocks.empty()) {
+    m = cache_->match(tokens, limit, slot);
+  } else if (cache_) {
+    // A text hit may stop where this process's tree does while a process sharing the cache
+    // folder wrote the blocks after it (a conversation moved here): they count too.
+    cache_->extend_from_disk(m, tokens, limit);
+  }
   if (recurrent()) {
     // The state must cover exactly the matched tokens; a match cut short (a block that could
     // not be read back) recomputes from the start.

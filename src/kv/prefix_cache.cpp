@@ -168,6 +168,12 @@ PrefixMatch PrefixCache::match(std::span<const int32_t> tokens, int64_t max_toke
         best_len = l;
       }
     }
+    if (static_cast<int64_t>(best_len) < bt) {  // the whole block may be on disk all the same
+      if (Node* d = probe_disk(node, want)) {
+        best = d;
+        best_len = static_cast<size_t>(bt);
+      }
+    }
     if (best_len == 0) break;
     path.push_back({best, static_cast<int64_t>(best_len)});
     pos += static_cast<int64_t>(best_len);
@@ -175,6 +181,70 @@ PrefixMatch PrefixCache::match(std::span<const int32_t> tokens, int64_t max_toke
     node = best;
   }
   return take_restoring(path, state_slot, [](const Step&, int64_t) { return true; });
+}
+
+// A whole block `block_tokens` below `parent` that the tree lacks but the disk tier has (another
+// process sharing the folder wrote it after this one scanned it): adopted as an on-disk node, read
+// back when a match takes it. Only where the tree's own disk nodes could be: plain attention
+// caches, below the root or a whole block.
+PrefixCache::Node* PrefixCache::probe_disk(Node* parent, std::span<const int32_t> block_tokens) {
+  const auto bt = static_cast<size_t>(pool_.block_tokens());
+  if (!disk_ || states_ || window_ || block_tokens.size() != bt) return nullptr;
+  if (parent != root_.get() && parent->tokens.size() != bt) return nullptr;
+  std::optional<DiskEntry> e = disk_->probe(chain_hash(parent->hash, block_tokens), block_tokens);
+  if (!e || e->parent != parent->hash) return nullptr;
+  auto n = std::make_unique<Node>();
+  n->parent = parent;
+  n->tokens = std::move(e->tokens);
+  n->has_text = e->has_text;
+  n->text = std::move(e->text);
+  n->ends = std::move(e->ends);
+  n->hash = e->hash;
+  n->on_disk = true;
+  Node* raw = n.get();
+  parent->children.push_back(std::move(n));
+  ++stats_.nodes;
+  ++stats_.probed_blocks;
+  return raw;
+}
+
+void PrefixCache::extend_from_disk(PrefixMatch& m, std::span<const int32_t> tokens,
+                                   int64_t max_tokens) {
+  const int64_t bt = pool_.block_tokens();
+  const int64_t n = m.n_tokens();
+  if (!disk_ || states_ || window_ || n % bt != 0 || n > static_cast<int64_t>(tokens.size()) ||
+      !std::equal(m.tokens.begin(), m.tokens.end(), tokens.begin()))
+    return;
+  Node* node = root_.get();
+  if (n > 0) {
+    const Step end = find_path(m.tokens);
+    if (!end.node || end.used != bt) return;
+    node = end.node;
+  }
+  const int64_t limit = std::min<int64_t>(max_tokens, static_cast<int64_t>(tokens.size()));
+  std::vector<Step> path;
+  for (int64_t pos = n; pos + bt <= limit; pos += bt) {
+    const auto want = tokens.subspan(static_cast<size_t>(pos), static_cast<size_t>(bt));
+    Node* next = nullptr;
+    for (const auto& c : node->children)
+      if (c->tokens.size() == want.size() &&
+          std::equal(want.begin(), want.end(), c->tokens.begin()))
+        next = c.get();
+    if (!next) next = probe_disk(node, want);
+    if (!next) break;
+    path.push_back({next, bt});
+    node = next;
+  }
+  if (path.empty()) return;
+  PrefixMatch more = take(path);
+  const bool text_throughout =
+      m.ends.size() == m.tokens.size() && more.ends.size() == more.tokens.size();
+  if (text_throughout)
+    for (uint32_t e : more.ends) m.ends.push_back(static_cast<uint32_t>(m.text_bytes) + e);
+  if (text_throughout) m.text_bytes += more.text_bytes;
+  m.tokens.insert(m.tokens.end(), more.tokens.begin(), more.tokens.end());
+  m.blocks.insert(m.blocks.end(), more.blocks.begin(), more.blocks.end());
+  m.disk_tokens += more.disk_tokens;
 }
 
 int64_t PrefixCache::match_text_below(const Node* node, int64_t pos, size_t off, const TextQuery& q,

@@ -94,6 +94,7 @@ struct PrefixCacheStats {
   int64_t lookup_tokens = 0;  // tokens asked for (token lookups) or matched + rest (text)
   int64_t hit_tokens = 0;     // tokens served from the cache (memory or disk)
   int64_t disk_hit_tokens = 0;
+  int64_t probed_blocks = 0;  // disk blocks found by name on a miss (a shared cache folder)
   int64_t inserted_blocks = 0;
   int64_t evictions = 0;  // blocks taken from memory (to disk, or dropped)
   int64_t resident_blocks = 0;
@@ -131,6 +132,13 @@ class PrefixCache {
   // `text` (nodes that carry text only), at most `max_tokens` tokens in all.
   PrefixMatch match_text(std::span<const int32_t> lead, std::string_view text, int64_t max_tokens,
                          int32_t state_slot = -1);
+
+  // Extends `m`, a match of the first m.n_tokens() of `tokens` that ends on a block boundary,
+  // with the whole blocks after it that the disk tier holds though the tree does not (files
+  // another process sharing the cache folder wrote), up to `max_tokens` tokens in all. match()
+  // does this itself; this is for a match made by text. Plain attention caches only (the files
+  // carry no recurrent snapshots or window blocks).
+  void extend_from_disk(PrefixMatch& m, std::span<const int32_t> tokens, int64_t max_tokens);
 
   // Recurrent caches: whether `tokens` is a cached path (all of it) without a snapshot at its
   // end, i.e. whether add_snapshot() would keep one there. With `anchor`, a snapshot already
@@ -193,6 +201,7 @@ class PrefixCache {
   PrefixMatch take_restoring(std::vector<Step>& path, int32_t state_slot, const MayEnd& may_end);
   Snapshot* cut_to_snapshot(std::vector<Step>& path, const MayEnd& may_end);
   Step find_path(std::span<const int32_t> tokens) const;
+  Node* probe_disk(Node* parent, std::span<const int32_t> block_tokens);
   bool restore(Node& n, Snapshot& s, int32_t state_slot);
   void spill(Node& n, Snapshot& s);
   void erase_snapshot(Node* n, size_t i);

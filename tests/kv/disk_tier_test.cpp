@@ -192,5 +192,90 @@ TEST(PrefixCacheDisk, EvictedBlocksComeBackAndCorruptOnesAreRecomputed) {
   for (int32_t b : m.blocks) pool.release(b);
 }
 
+// One "process" of a shared cache folder: its own pool, disk tier and cache over `dir`.
+struct Replica {
+  BlockPool pool;
+  DiskTier disk;
+  PrefixCache cache;
+  Replica(const fs::path& dir, const char* identity)
+      : pool(layout(), 2, 8),
+        disk(dir.string(), identity, pool.arena().block_stride(), 1 << 30),
+        cache(pool, &disk) {}
+  // Caches `tokens` (with per-token text) in blocks filled with pattern(seed + block index).
+  void insert(std::span<const int32_t> tokens, const std::string& text,
+              std::span<const uint32_t> ends, uint8_t seed) {
+    const size_t stride = pool.arena().block_stride();
+    std::vector<int32_t> blocks;
+    for (size_t b = 0; b * 4 < tokens.size(); ++b) {
+      auto id = pool.allocate();
+      ASSERT_TRUE(id.has_value());
+      const auto p = pattern(stride, static_cast<uint8_t>(seed + b));
+      std::memcpy(pool.arena().k(*id, 0), p.data(), stride);
+      blocks.push_back(*id);
+    }
+    cache.insert(tokens, blocks, TokenText{text, ends});
+  }
+  bool block_is(int32_t block, uint8_t seed) {
+    const size_t stride = pool.arena().block_stride();
+    return std::memcmp(pool.arena().k(block, 0), pattern(stride, seed).data(), stride) == 0;
+  }
+};
+
+// Several processes on one --cache-dir: blocks another one wrote after this one scanned the
+// folder are found by their hash-chain names on a miss (token matches), and after a text match
+// that stops where this process's tree does; the bytes are the writer's, and a file of another
+// identity (model, KV type or geometry) is never taken.
+TEST(PrefixCacheDisk, SharedFolderBlocksAnotherProcessWroteAreFoundByName) {
+  TempDir dir;
+  std::vector<int32_t> seq;
+  std::string text;
+  std::vector<uint32_t> ends;
+  for (int i = 0; i < 12; ++i) {
+    seq.push_back(500 + i);
+    text.push_back('w');  // (appended piece by piece: GCC 12 misreports "w" + s + " ")
+    text.append(std::to_string(i));
+    text.push_back(' ');
+    ends.push_back(static_cast<uint32_t>(text.size()));
+  }
+  Replica writer(dir.path, "m"), reader(dir.path, "m"), texter(dir.path, "m"),
+      foreign(dir.path, "other");
+  // `texter` already holds the first block (the same tokens and text, its own bytes).
+  texter.insert(std::span(seq).first(4), text.substr(0, ends[3]), std::span(ends).first(4), 90);
+  writer.insert(seq, text, ends, 10);
+  writer.cache.flush_to_disk();
+  writer.disk.flush();
+
+  PrefixMatch m = reader.cache.match(seq, 12);
+  ASSERT_EQ(m.n_tokens(), 12);
+  EXPECT_EQ(m.disk_tokens, 12);
+  EXPECT_EQ(reader.cache.stats().probed_blocks, 3);
+  for (int b = 0; b < 3; ++b)
+    EXPECT_TRUE(reader.block_is(m.blocks[static_cast<size_t>(b)], static_cast<uint8_t>(10 + b)));
+  for (int32_t b : m.blocks) reader.pool.release(b);
+  // Now in the reader's tree: a second match takes them from memory, probing nothing.
+  m = reader.cache.match(seq, 12);
+  EXPECT_EQ(m.n_tokens(), 12);
+  EXPECT_EQ(m.disk_tokens, 0);
+  EXPECT_EQ(reader.cache.stats().probed_blocks, 3);
+  for (int32_t b : m.blocks) reader.pool.release(b);
+
+  m = texter.cache.match_text({}, text, 12);
+  ASSERT_EQ(m.n_tokens(), 4);  // its own block, by text
+  texter.cache.extend_from_disk(m, seq, 12);
+  ASSERT_EQ(m.n_tokens(), 12);
+  EXPECT_EQ(m.disk_tokens, 8);
+  EXPECT_EQ(m.tokens, seq);
+  EXPECT_TRUE(texter.block_is(m.blocks[0], 90));
+  EXPECT_TRUE(texter.block_is(m.blocks[1], 11));
+  EXPECT_TRUE(texter.block_is(m.blocks[2], 12));
+  ASSERT_EQ(m.ends.size(), 12u);
+  EXPECT_EQ(m.ends.back(), ends.back());
+  for (int32_t b : m.blocks) texter.pool.release(b);
+
+  m = foreign.cache.match(seq, 12);
+  EXPECT_EQ(m.n_tokens(), 0);
+  EXPECT_EQ(foreign.cache.stats().probed_blocks, 0);
+}
+
 }  // namespace
 }  // namespace hearth
