@@ -39,6 +39,7 @@ struct ServeOptions {
   std::string kv_mem;
   std::string cache_dir;
   std::string cache_disk_max = "8G";
+  bool cache_shared = false;
   std::string snapshot_mem;
   bool no_cache = false;
   SpecFlags spec;
@@ -103,6 +104,8 @@ int serve(ServeOptions o) {
 
   auto body = parse_byte_size(o.max_body);
   if (!body || *body == 0) fail("--max-body '{}' is not a size (e.g. 8M)", o.max_body);
+  if (o.cache_shared && o.cache_dir.empty())
+    fail("--cache-shared needs --cache-dir (the folder the servers share)");
   o.http.max_body_bytes = *body;
   o.http.read_timeout = std::chrono::milliseconds(std::lround(o.read_timeout_s * 1000));
   const TensorType kv = kv_type_option(o.kv_type);
@@ -131,6 +134,7 @@ int serve(ServeOptions o) {
     if (!o.spec.model_draft.empty()) rt->load_draft(o.spec.model_draft);
     eo.cache_dir = o.cache_dir;
     eo.cache_disk_max = size_option("--cache-disk-max", o.cache_disk_max);
+    eo.cache_shared = o.cache_shared;
     if (!o.snapshot_mem.empty()) eo.snapshot_bytes = size_option("--snapshot-mem", o.snapshot_mem);
     rt->make_engine(eo).start();
     server::ModelInfo info;
@@ -205,6 +209,9 @@ void add_serve(CLI::App& app, Context& ctx) {
                   "Disk tier of the prefix cache: evicted KV blocks, kept across restarts");
   cmd->add_option("--cache-disk-max", o->cache_disk_max, "Largest size of --cache-dir")
       ->capture_default_str();
+  cmd->add_flag("--cache-shared", o->cache_shared,
+                "--cache-dir is shared by several servers: write each KV block there as soon as "
+                "it is cached, so another server (or this one after a crash) can resume from it");
   cmd->add_option("--snapshot-mem", o->snapshot_mem,
                   "Hybrid models: memory for the prefix cache's recurrent-state snapshots "
                   "(default: half the KV budget, at least one per sequence)");

@@ -44,6 +44,7 @@ KvCacheOptions kv_cache_options(const Model& model, const EngineOptions& o) {
   c.dir = o.cache_dir;
   if (c.prefix_cache && !c.dir.empty()) c.model_hash = file_content_hash(model.file().bytes());
   c.disk_max = o.cache_disk_max;
+  c.write_through = o.cache_shared;
   // Running sequences and the finished replies still caching their last token (at most as
   // many) each hold a recurrent state.
   c.max_sequences = 2 * std::max(1, o.max_running);

@@ -53,6 +53,7 @@ struct EngineOptions {
   bool prefix_cache = true;  // reuse KV across requests (kv/prefix_cache.h)
   std::string cache_dir;     // disk tier for evicted blocks; empty: none
   uint64_t cache_disk_max = 8ull << 30;
+  bool cache_shared = false;  // cache_dir is shared by several servers: write blocks through
   // Hybrid models: the recurrent-state snapshots' budget (0: half the KV budget, at least one
   // snapshot per sequence slot) and their finest interval in tokens (kv/kv_manager.h).
   size_t snapshot_bytes = 0;

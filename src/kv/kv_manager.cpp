@@ -106,6 +106,7 @@ KvManager::KvManager(const KvGeometry& geometry, size_t budget_bytes, const KvCa
   }
   cache_ = std::make_unique<PrefixCache>(pool_, disk_.get(), &states_, state_disk_.get(),
                                          window_pool_.get(), geometry_.n_swa, window_disk_.get());
+  cache_->set_write_through(cache.write_through);
 }
 
 KvManager::~KvManager() {

@@ -162,6 +162,7 @@ struct KvCacheOptions {
   std::string dir;           // disk tier for evicted blocks; empty: none
   std::string model_hash;    // the model file's content hash (names the disk tier's identity)
   uint64_t disk_max = 8ull << 30;
+  bool write_through = false;  // write whole blocks when cached (PrefixCache::set_write_through)
   // Hybrid models (recurrent layers). Working state slots: sequences that hold a state at once
   // (the engine's running and completing sequences). Snapshot budget: 0 is the default, half the
   // KV budget but room for at least one snapshot per working slot (default_snapshot_bytes).

@@ -212,18 +212,21 @@ void PrefixCache::extend_from_disk(PrefixMatch& m, std::span<const int32_t> toke
                                    int64_t max_tokens) {
   const int64_t bt = pool_.block_tokens();
   const int64_t n = m.n_tokens();
-  if (!disk_ || states_ || window_ || n % bt != 0 || n > static_cast<int64_t>(tokens.size()) ||
+  if (!disk_ || states_ || window_ || n > static_cast<int64_t>(tokens.size()) ||
       !std::equal(m.tokens.begin(), m.tokens.end(), tokens.begin()))
     return;
+  // From the last block boundary of the match: a match that ends inside a block (a prompt that
+  // leaves a cached path there, e.g. another conversation's system prompt) may continue on disk.
+  const int64_t base = n / bt * bt;
   Node* node = root_.get();
-  if (n > 0) {
-    const Step end = find_path(m.tokens);
+  if (base > 0) {
+    const Step end = find_path(std::span(m.tokens).first(static_cast<size_t>(base)));
     if (!end.node || end.used != bt) return;
     node = end.node;
   }
   const int64_t limit = std::min<int64_t>(max_tokens, static_cast<int64_t>(tokens.size()));
   std::vector<Step> path;
-  for (int64_t pos = n; pos + bt <= limit; pos += bt) {
+  for (int64_t pos = base; pos + bt <= limit; pos += bt) {
     const auto want = tokens.subspan(static_cast<size_t>(pos), static_cast<size_t>(bt));
     Node* next = nullptr;
     for (const auto& c : node->children)
@@ -235,16 +238,32 @@ void PrefixCache::extend_from_disk(PrefixMatch& m, std::span<const int32_t> toke
     path.push_back({next, bt});
     node = next;
   }
-  if (path.empty()) return;
+  if (base + static_cast<int64_t>(path.size()) * bt <= n) return;  // no longer than the match
+  cut_match(m, base);
   PrefixMatch more = take(path);
   const bool text_throughout =
       m.ends.size() == m.tokens.size() && more.ends.size() == more.tokens.size();
-  if (text_throughout)
+  if (text_throughout) {
     for (uint32_t e : more.ends) m.ends.push_back(static_cast<uint32_t>(m.text_bytes) + e);
-  if (text_throughout) m.text_bytes += more.text_bytes;
+    m.text_bytes += more.text_bytes;
+  }
   m.tokens.insert(m.tokens.end(), more.tokens.begin(), more.tokens.end());
   m.blocks.insert(m.blocks.end(), more.blocks.begin(), more.blocks.end());
   m.disk_tokens += more.disk_tokens;
+}
+
+// Cuts a plain match back to its first `n` tokens (a block boundary), giving back the blocks
+// after them.
+void PrefixCache::cut_match(PrefixMatch& m, int64_t n) {
+  const int64_t bt = pool_.block_tokens();
+  const auto keep = static_cast<size_t>(n / bt);
+  for (size_t i = keep; i < m.blocks.size(); ++i) pool_.release(m.blocks[i]);
+  stats_.hit_tokens -= m.n_tokens() - n;
+  m.blocks.resize(std::min(keep, m.blocks.size()));
+  m.tokens.resize(static_cast<size_t>(n));
+  if (m.ends.size() > m.tokens.size()) m.ends.resize(m.tokens.size());
+  m.text_bytes = m.ends.size() == m.tokens.size() && n > 0 ? m.ends.back() : 0;
+  m.disk_tokens = std::min(m.disk_tokens, n);
 }
 
 int64_t PrefixCache::match_text_below(const Node* node, int64_t pos, size_t off, const TextQuery& q,
@@ -396,6 +415,10 @@ void PrefixCache::insert(std::span<const int32_t> tokens, std::span<const int32_
       n->block = block;
       n->hash = chain_hash(node->hash, chunk);
       if (has_text) n->set_text(text, pos);
+      if (write_through_ && disk_ && len == bt) {  // whole: its K/V is final
+        disk_->write(n->disk_entry(), pool_.arena().k(block, 0));
+        n->on_disk = true;
+      }
       resident_.insert(n.get());
       Node* raw = n.get();
       node->children.push_back(std::move(n));

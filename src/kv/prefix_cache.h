@@ -133,11 +133,12 @@ class PrefixCache {
   PrefixMatch match_text(std::span<const int32_t> lead, std::string_view text, int64_t max_tokens,
                          int32_t state_slot = -1);
 
-  // Extends `m`, a match of the first m.n_tokens() of `tokens` that ends on a block boundary,
-  // with the whole blocks after it that the disk tier holds though the tree does not (files
-  // another process sharing the cache folder wrote), up to `max_tokens` tokens in all. match()
-  // does this itself; this is for a match made by text. Plain attention caches only (the files
-  // carry no recurrent snapshots or window blocks).
+  // Extends `m`, a match of the first m.n_tokens() of `tokens`, with the whole blocks after its
+  // last block boundary that the disk tier holds though the tree does not (files another process
+  // sharing the cache folder wrote), up to `max_tokens` tokens in all, when that makes it longer
+  // (a match ending inside a block is then cut back to the boundary first). match() does this
+  // itself; this is for a match made by text. Plain attention caches only (the files carry no
+  // recurrent snapshots or window blocks).
   void extend_from_disk(PrefixMatch& m, std::span<const int32_t> tokens, int64_t max_tokens);
 
   // Recurrent caches: whether `tokens` is a cached path (all of it) without a snapshot at its
@@ -167,6 +168,10 @@ class PrefixCache {
   bool evict_window_one();
   // Writes every resident block not yet on disk (shutdown); no-op without a disk tier.
   void flush_to_disk();
+  // With a disk tier: also write each whole block as soon as it is cached (a --cache-dir shared
+  // by several servers: the others, or this one after a crash, find it without waiting for an
+  // eviction or a clean shutdown). Off by default: every block is then written once.
+  void set_write_through(bool on) { write_through_ = on; }
 
   PrefixCacheStats stats() const;
   // Blocks referenced only by the cache (reclaimable).
@@ -202,6 +207,7 @@ class PrefixCache {
   Snapshot* cut_to_snapshot(std::vector<Step>& path, const MayEnd& may_end);
   Step find_path(std::span<const int32_t> tokens) const;
   Node* probe_disk(Node* parent, std::span<const int32_t> block_tokens);
+  void cut_match(PrefixMatch& m, int64_t n);
   bool restore(Node& n, Snapshot& s, int32_t state_slot);
   void spill(Node& n, Snapshot& s);
   void erase_snapshot(Node* n, size_t i);
@@ -226,6 +232,7 @@ class PrefixCache {
 
   BlockPool& pool_;
   DiskTier* disk_;
+  bool write_through_ = false;
   std::unique_ptr<Node> root_;
   StatePool* states_;
   DiskTier* state_disk_;

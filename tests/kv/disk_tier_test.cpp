@@ -238,7 +238,7 @@ TEST(PrefixCacheDisk, SharedFolderBlocksAnotherProcessWroteAreFoundByName) {
     ends.push_back(static_cast<uint32_t>(text.size()));
   }
   Replica writer(dir.path, "m"), reader(dir.path, "m"), texter(dir.path, "m"),
-      foreign(dir.path, "other");
+      partial(dir.path, "m"), foreign(dir.path, "other");
   // `texter` already holds the first block (the same tokens and text, its own bytes).
   texter.insert(std::span(seq).first(4), text.substr(0, ends[3]), std::span(ends).first(4), 90);
   writer.insert(seq, text, ends, 10);
@@ -272,9 +272,51 @@ TEST(PrefixCacheDisk, SharedFolderBlocksAnotherProcessWroteAreFoundByName) {
   EXPECT_EQ(m.ends.back(), ends.back());
   for (int32_t b : m.blocks) texter.pool.release(b);
 
+  // A text match that ends inside a block (another path shares only the first 2 tokens) is cut
+  // back to the block boundary when the folder continues further.
+  const std::vector<int32_t> other = {500, 501, 999, 998};
+  const std::vector<uint32_t> other_ends = {ends[0], ends[1], ends[1] + 3, ends[1] + 6};
+  partial.insert(other, text.substr(0, ends[1]) + "xx yy ", other_ends, 70);
+  m = partial.cache.match_text({}, text, 12);
+  ASSERT_EQ(m.n_tokens(), 2);
+  partial.cache.extend_from_disk(m, seq, 12);
+  ASSERT_EQ(m.n_tokens(), 12);
+  EXPECT_EQ(m.tokens, seq);
+  ASSERT_EQ(m.blocks.size(), 3u);
+  EXPECT_TRUE(partial.block_is(m.blocks[0], 10));
+  for (int32_t b : m.blocks) partial.pool.release(b);
+
   m = foreign.cache.match(seq, 12);
   EXPECT_EQ(m.n_tokens(), 0);
   EXPECT_EQ(foreign.cache.stats().probed_blocks, 0);
+}
+
+// --cache-shared: whole blocks reach the folder when they are cached, not only when evicted or
+// at shutdown, so a server killed without a flush (SIGKILL) leaves them to the others; a partial
+// last block is not written (its K/V is not final).
+TEST(PrefixCacheDisk, WriteThroughLeavesWholeBlocksWithoutAFlush) {
+  TempDir dir;
+  std::vector<int32_t> seq;
+  for (int i = 0; i < 10; ++i) seq.push_back(700 + i);  // two whole blocks and 2 tokens
+  Replica reader(dir.path, "m");
+  {
+    Replica writer(dir.path, "m");
+    writer.cache.set_write_through(true);
+    writer.insert(seq, "", {}, 40);
+    writer.disk.flush();  // the queued writes (no flush_to_disk, no eviction)
+    EXPECT_EQ(writer.disk.stats().writes, 2);
+    EXPECT_EQ(writer.cache.stats().evictions, 0);
+  }
+  PrefixMatch m = reader.cache.match(seq, 10);
+  ASSERT_EQ(m.n_tokens(), 8);
+  EXPECT_TRUE(reader.block_is(m.blocks[0], 40));
+  EXPECT_TRUE(reader.block_is(m.blocks[1], 41));
+  for (int32_t b : m.blocks) reader.pool.release(b);
+  // Off (the default), nothing is written before an eviction or a flush.
+  Replica plain(dir.path, "p");
+  plain.insert(seq, "", {}, 50);
+  plain.disk.flush();
+  EXPECT_EQ(plain.disk.stats().writes, 0);
 }
 
 }  // namespace
