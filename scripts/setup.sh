@@ -17,6 +17,7 @@ packages=(
 # `--tests`: also what only the test suite needs (scripts/test.sh passes it; serving does not).
 if [ "${1:-}" = "--tests" ]; then
   packages+=(chromium)  # the web chat's end-to-end test (driven by playwright-core)
+  packages+=(haproxy)   # the replicas test (tests/cluster), with deploy/haproxy/hearth.cfg
 fi
 
 missing=()
