@@ -13,6 +13,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 
+import { startServer } from '../server/js/start_server.mjs';
+
 const bin = process.env.HEARTH_BIN;
 const cfgTemplate = fs.readFileSync(path.join(process.env.HEARTH_ROOT, 'deploy', 'haproxy', 'hearth.cfg'), 'utf8');
 const N_CONV = 12, N_TURN = 6, KILL_BEFORE_TURN = 3;
@@ -28,22 +30,10 @@ function freePort() {
   });
 }
 
-async function waitHealthy(base, ms = 60000) {
-  for (const t0 = Date.now(); Date.now() - t0 < ms;) {
-    const r = await fetch(`${base}/health`).catch(() => null);
-    if (r && r.status === 200) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`${base} never became healthy`);
-}
-
 async function replica(args) {
-  const port = await freePort();
-  const proc = spawn(bin, ['serve', '-m', model, '--port', String(port), '-t', '1', ...args],
-                     { stdio: 'ignore' });
-  procs.add(proc);
-  await waitHealthy(`http://127.0.0.1:${port}`);
-  return { proc, port };
+  const r = await startServer(bin, ['-m', model, '-t', '1', ...args]);
+  procs.add(r.proc);
+  return r;
 }
 
 // 3 replicas (args each) and HAProxy (`balance` replaced by round-robin when asked).

@@ -2,40 +2,19 @@
 // `hearth serve` on a tiny random-weight Qwen3 (real vocabulary and chat template). Each state
 // is saved as a screenshot in $HEARTH_WEBUI_ARTIFACTS.
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { chromium } from 'playwright-core';
+import { startServer as startHearth } from '../server/js/start_server.mjs';
 
 const bin = process.env.HEARTH_BIN;
 const shots = process.env.HEARTH_WEBUI_ARTIFACTS;
 const vocab = path.join(process.env.HEARTH_SHARED, 'tokenizers', 'vocab-qwen3.gguf');
 
-async function startServer(args) {
-  const proc = spawn(bin, ['serve', '--port', '0', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let log = '';
-  const port = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no listening line: ${log}`)), 60000);
-    proc.stderr.on('data', (d) => {
-      log += d;
-      const m = /listening on http:\/\/[^:]+:(\d+)/.exec(log);
-      if (m) { clearTimeout(timer); resolve(Number(m[1])); }
-    });
-    proc.on('exit', (c) => reject(new Error(`hearth exited ${c}: ${log}`)));
-  });
-  const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 1200; i++) {
-    const r = await fetch(`${base}/health`).catch(() => null);
-    if (r && r.status === 200) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return { proc, base, stop: async () => {
-    proc.kill('SIGTERM');
-    await new Promise((r) => (proc.exitCode !== null ? r() : proc.on('exit', r)));
-  } };
-}
+const startServer = (args) => startHearth(bin, args);
 
 async function running(base, key) {
   const r = await fetch(`${base}/metrics`, key ? { headers: { Authorization: `Bearer ${key}` } } : {});

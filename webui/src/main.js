@@ -71,11 +71,7 @@ function renderList() {
     const title = document.createElement('span');
     title.className = 'title';
     title.textContent = c.title;
-    const rename = document.createElement('button');
-    rename.type = 'button';
-    rename.textContent = 'Rename';
-    rename.className = 'rename';
-    rename.addEventListener('click', (e) => {
+    const rename = button('Rename', 'rename', (e) => {
       e.stopPropagation();
       const t = window.prompt('Rename conversation', c.title);
       if (t && t.trim()) {
@@ -85,11 +81,7 @@ function renderList() {
         if (state.conv && state.conv.id === c.id) $('conv-title').textContent = c.title;
       }
     });
-    const del = document.createElement('button');
-    del.type = 'button';
-    del.textContent = 'Delete';
-    del.className = 'delete';
-    del.addEventListener('click', (e) => {
+    const del = button('Delete', 'delete', (e) => {
       e.stopPropagation();
       if (!window.confirm(`Delete "${c.title}"?`)) return;
       store.remove(c.id);
@@ -171,8 +163,7 @@ function button(text, cls, fn) {
   b.className = cls;
   b.textContent = text;
   b.addEventListener('click', fn);
-  b.disabled = state.busy;
-  return b;
+  return b;  // (message actions are disabled while a reply streams by setBusy)
 }
 
 function renderMessages() {

@@ -1,31 +1,13 @@
 // Starts `hearth serve` on a free port for the node tests and waits until the model is loaded.
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
+import { startServer } from './start_server.mjs';
 
-export async function startServer(bin, args) {
-  const proc = spawn(bin, ['serve', '--port', '0', ...args],
-                     { stdio: ['ignore', 'ignore', 'pipe'] });
-  let log = '';
-  const port = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('no listening line: ' + log)), 30000);
-    proc.stderr.on('data', (d) => {
-      log += d;
-      const m = /listening on http:\/\/[^:]+:(\d+)/.exec(log);
-      if (m) { clearTimeout(timer); resolve(Number(m[1])); }
-    });
-    proc.on('exit', (c) => reject(new Error(`hearth exited ${c}: ${log}`)));
-  });
-  const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 600; i++) {  // wait for the model
-    const r = await fetch(`${base}/health`).catch(() => null);
-    if (r && r.status === 200) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return { proc, base };
-}
+export { startServer };
+
 
 // A random-weight model with the real Qwen3 vocabulary and chat template (`hearth synth`, in a
 // fresh temporary folder) served by `hearth serve`, with an openai client for it. `stop()` ends
