@@ -282,7 +282,7 @@ int main(int argc, char** argv) {
                                    TensorType::Q6_K, TensorType::F16,  TensorType::BF16,
                                    TensorType::F32,  TensorType::Q4_1, TensorType::Q5_0,
                                    TensorType::Q5_1, TensorType::Q5_K};
-  bool quick = false, prefill = true, lm_head = true;
+  bool quick = false, prefill = true, lm_head = true, in_cache = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if ((a == "-t" || a == "--threads") && i + 1 < argc) {
@@ -304,15 +304,19 @@ int main(int argc, char** argv) {
       prefill = false;
     } else if (a == "--no-lm-head") {
       lm_head = false;
+    } else if (a == "--in-cache") {
+      in_cache = true;
     } else {
       std::fprintf(stderr,
                    "usage: matmul_bench [-t 1,2] [--types q8_0,q4_0,...] [--quick] "
-                   "[--no-prefill] [--no-lm-head]\n");
+                   "[--no-prefill] [--no-lm-head] [--in-cache]\n");
       return 2;
     }
   }
   const double min_s = quick ? 0.3 : 1.0;
-  const size_t rotate_bytes = size_t{256} << 20;  // well past the 32 MiB L3
+  // Well past the 32 MiB L3; --in-cache reads one matrix over and over (from L2/L3: the
+  // kernel's own speed for a decode shape, without the memory's).
+  const size_t rotate_bytes = in_cache ? 0 : size_t{256} << 20;
   std::printf("simd: %s (%s)\n", simd_level_name(simd_level()), cpu_features().summary().c_str());
 
   for (int nt : threads) {
