@@ -222,3 +222,35 @@ test('with --api-key the page asks for the key once and keeps it', async () => {
     await keyed.stop();
   }
 });
+
+test('a page opened while the model loads says so and fills in once it is up', async () => {
+  const ctx = await browser.newContext();
+  const p = await ctx.newPage();
+  // The first two /props calls answer as a loading server does (503, Retry-After: 1).
+  let refused = 0;
+  await p.route('**/props', (route) => {
+    if (refused >= 2) return route.continue();
+    refused++;
+    return route.fulfill({
+      status: 503,
+      headers: { 'Retry-After': '1', 'Content-Type': 'application/json' },
+      body: JSON.stringify({ error: { message: 'Loading model', type: 'unavailable_error',
+                                      code: 'model_loading' } }),
+    });
+  });
+  try {
+    await p.goto(server.base);
+    await p.waitForSelector('body[data-ready="1"]');
+    assert.match(await p.textContent('#status'), /Loading model.*asking again/);
+    assert.equal(await p.getAttribute('#s-temperature', 'placeholder'), 'default');
+    await p.screenshot({ path: path.join(shots, '10-loading.png') });
+    // No reload: the page asks again by itself.
+    await p.waitForFunction(() => document.getElementById('props').textContent.includes('16384'),
+                            null, { timeout: 15000 });
+    assert.equal(refused, 2);
+    assert.equal((await p.textContent('#status')).trim(), '');
+    assert.notEqual(await p.getAttribute('#s-temperature', 'placeholder'), 'default');
+  } finally {
+    await ctx.close();
+  }
+});

@@ -34,10 +34,19 @@ export async function errorText(res) {
   }
 }
 
+// The server's facts. A failure says whether asking again later can help (the model is still
+// loading: 503, or the server is not reachable yet) and after how many seconds (Retry-After).
 export async function props() {
-  const res = await call('/props');
-  if (!res.ok) throw new Error(await errorText(res));
-  return res.json();
+  let res;
+  try {
+    res = await call('/props');
+  } catch (e) {
+    throw Object.assign(new Error(`cannot reach the server (${e.message})`), { retryAfter: 2 });
+  }
+  if (res.ok) return res.json();
+  const err = new Error(await errorText(res));
+  if (res.status === 503) err.retryAfter = Number(res.headers.get('Retry-After')) || 1;
+  throw err;
 }
 
 // Streams one chat completion. onDelta({content, reasoning}) for each piece; resolves with

@@ -3,11 +3,11 @@
 // and a sampler panel saved with each conversation.
 import * as api from './api.js';
 import { renderMarkdown } from './render.js';
-import { buildForm, defaultsFromProps, requestFields } from './samplers.js';
+import { buildForm, defaultsFromProps, requestFields, showDefaults } from './samplers.js';
 import * as store from './store.js';
 
 const $ = (id) => document.getElementById(id);
-const state = { conv: null, props: null, defaults: {}, abort: null, busy: false };
+const state = { conv: null, props: null, propsStatus: null, defaults: {}, abort: null, busy: false };
 
 // ---- theme ----
 function applyTheme(theme) {
@@ -348,20 +348,38 @@ function wire() {
   });
 }
 
+// Asks /props once; true when it answered (the sampler fields then show the server's defaults).
+// While the model loads (or the server is not up yet) the status line says so and a later
+// attempt is scheduled, so a page opened during start-up fills in by itself.
+async function loadProps(attempt = 0) {
+  const status = $('status');
+  try {
+    state.props = await api.props();
+  } catch (e) {
+    const retry = e.retryAfter !== undefined;
+    status.textContent = `Server: ${e.message}${retry ? ' (asking again shortly)' : ''}`;
+    state.propsStatus = status.textContent;
+    if (retry) {
+      const s = Math.min(10, Math.max(1, e.retryAfter) * (attempt < 5 ? 1 : 2));
+      setTimeout(() => loadProps(attempt + 1), s * 1000);
+    }
+    return false;
+  }
+  if (state.propsStatus && status.textContent === state.propsStatus) status.textContent = '';
+  state.propsStatus = null;
+  state.defaults = defaultsFromProps(state.props);
+  showProps(state.props);
+  showDefaults($('sampler-form'), state.defaults);
+  return true;
+}
+
 async function main() {
   initTheme();
   api.onKeyNeeded(askKey);
   wire();
   const conv = store.get(store.currentId()) || store.all()[0] || store.create();
   open(conv);
-  try {
-    state.props = await api.props();
-    state.defaults = defaultsFromProps(state.props);
-    showProps(state.props);
-    open(state.conv);
-  } catch (e) {
-    $('status').textContent = `Server: ${e.message}`;
-  }
+  await loadProps();
   document.body.dataset.ready = '1';
   performance.mark('hearth-ready');
 }

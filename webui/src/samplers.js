@@ -35,6 +35,14 @@ export function defaultsFromProps(props) {
 }
 
 // Builds the form for one conversation's values; onChange(values) after each edit.
+// The server's defaults as the placeholders of a built form's fields (values and focus kept).
+export function showDefaults(form, defaults) {
+  for (const s of SAMPLERS) {
+    const input = form.querySelector(`#s-${s.name}`);
+    if (input) input.placeholder = defaults[s.name] !== undefined ? String(defaults[s.name]) : 'default';
+  }
+}
+
 export function buildForm(form, values, defaults, onChange) {
   form.replaceChildren();
   for (const s of SAMPLERS) {
