@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "hearth_build_info.h"
+
 namespace hearth::server {
 
 using nlohmann::json;
