@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <thread>
 
@@ -245,15 +246,24 @@ namespace hearth {
 void Model::repack() {
   if (ops::simd_level() < ops::SimdLevel::Avx2) return;
   if (const char* e = std::getenv("HEARTH_REPACK"); e != nullptr && std::string(e) == "0") return;
+  // Every matrix a decode step streams moves into huge pages: the kernels' packed layout where
+  // there is one, else the stored bytes as they are (F16, BF16, F32, Q4_1, ...). With 4 KiB
+  // pages a TLB miss per page costs decode speed (measured: Qwen3-0.6B Q8_0 41 -> 49 tok/s
+  // repacked; F16 weights copied: 28-31 -> 33-42 tok/s).
   std::vector<MatrixView*> todo;
-  auto consider = [&](MatrixView& m) {
-    if (ops::packable(m.type) && m.n_cols % ops::packed_block_cols(m.type) == 0 && m.n_rows > 0)
-      todo.push_back(&m);
-  };
   for (LayerWeights& L : w_.layers)
-    for (MatrixView* m : L.matrices()) consider(*m);
-  consider(w_.output);  // when tied, token_embd keeps the file's layout for row lookups
+    for (MatrixView* m : L.matrices())
+      if (m->n_rows > 0) todo.push_back(m);
+  if (w_.output.n_rows > 0) todo.push_back(&w_.output);  // tied: token_embd keeps the file's
   if (todo.empty()) return;
+  auto packs = [](const MatrixView& m) {
+    return ops::packable(m.type) && m.n_cols % ops::packed_block_cols(m.type) == 0;
+  };
+  // Bytes of rows [0, r) in m's new home.
+  auto bytes_to = [&](const MatrixView& m, int64_t r) {
+    return packs(m) ? ops::packed_bytes(m.type, r, m.n_cols)
+                    : m.row_stride * static_cast<size_t>(r);
+  };
 
   // Work items of up to kChunkRows rows (whole groups of 8), so that each one's mapped pages
   // can be given back as soon as it is copied: the copy replaces them rather than adding to
@@ -262,23 +272,24 @@ void Model::repack() {
   struct Item {
     MatrixView src;  // rows [r, r + n) of a matrix
     uint8_t* dst;
+    bool pack;
   };
   std::vector<Item> items;
+  std::vector<uint8_t*> homes;
   size_t total = 0;
-  for (const MatrixView* m : todo) total += ops::packed_bytes(m->type, m->n_rows, m->n_cols);
-  // Huge pages: decode streams all of it every step, and with 4 KiB pages a TLB miss per
-  // page cost ~16% of single-stream decode speed (measured: 41 -> 49 tok/s, Qwen3-0.6B Q8_0).
-  packed_ = AnonymousMemory::huge_pages(total, "repacked weights");
+  for (const MatrixView* m : todo) total += (bytes_to(*m, m->n_rows) + 63) / 64 * 64;
+  packed_ = AnonymousMemory::huge_pages(total, "weights");
   size_t off = 0;
   for (MatrixView* m : todo) {
+    uint8_t* home = packed_.data() + off;
     for (int64_t r = 0; r < m->n_rows; r += kChunkRows) {
       MatrixView part = *m;
       part.data = m->row(r);
       part.n_rows = std::min(kChunkRows, m->n_rows - r);
-      items.push_back({part, packed_.data() + off + ops::packed_bytes(m->type, r, m->n_cols)});
+      items.push_back({part, home + bytes_to(*m, r), packs(*m)});
     }
-    m->packed = packed_.data() + off;
-    off += ops::packed_bytes(m->type, m->n_rows, m->n_cols);
+    homes.push_back(home);
+    off += (bytes_to(*m, m->n_rows) + 63) / 64 * 64;
   }
   // Page faults and the copy split over a few threads (the model has no pool yet).
   const bool drop = file_.mapped();
@@ -286,10 +297,13 @@ void Model::repack() {
   auto work = [&] {
     for (size_t i; (i = next.fetch_add(1)) < items.size();) {
       const Item& it = items[i];
-      ops::pack_rows(it.src, it.dst);
+      const size_t bytes = it.src.row_stride * static_cast<size_t>(it.src.n_rows);
+      if (it.pack)
+        ops::pack_rows(it.src, it.dst);
+      else
+        std::memcpy(it.dst, it.src.data, bytes);
       // A tied output's rows are still looked up as embeddings: they come back a page at a time.
-      if (drop)
-        MappedFile::drop_pages(it.src.data, it.src.row_stride * static_cast<size_t>(it.src.n_rows));
+      if (drop) MappedFile::drop_pages(it.src.data, bytes);
     }
   };
   const unsigned n_threads = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
@@ -297,6 +311,13 @@ void Model::repack() {
   for (unsigned t = 1; t < n_threads; ++t) threads.emplace_back(work);
   work();
   for (auto& t : threads) t.join();
+  // Only now: the copies read the mapping through the views above.
+  for (size_t i = 0; i < todo.size(); ++i) {
+    if (packs(*todo[i]))
+      todo[i]->packed = homes[i];
+    else
+      todo[i]->data = homes[i];
+  }
 }
 
 }  // namespace hearth

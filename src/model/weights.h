@@ -1,7 +1,8 @@
 // Weights bound to a loaded GGUF file. Matrices stay in the memory mapping in their stored type
 // (no f32 copies); small 1-D vectors (norms, biases, rope frequency factors) are widened to f32.
-// When the AVX2 kernels are in use, Q8_0/Q4_0 matrices are repacked (ops/packed_rows.h) into memory
-// of the same size that replaces their mapped pages for the matmul (HEARTH_REPACK=0: off).
+// When the AVX2 kernels are in use, every matrix moves into huge pages that replace its mapped
+// pages for the matmul: Q8_0/Q4_0/Q5_0/Q4_K/Q6_K repacked (ops/packed_rows.h), the other types
+// as stored (HEARTH_REPACK=0: off).
 #pragma once
 
 #include <cstdint>
@@ -89,7 +90,7 @@ class Model {
   gguf::File file_;
   HParams hp_;
   ModelWeights w_;
-  AnonymousMemory packed_;  // the repacked matrices, one allocation
+  AnonymousMemory packed_;  // the matrices' huge-page homes (repacked or copied), one allocation
 };
 
 }  // namespace hearth
