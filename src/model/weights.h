@@ -85,7 +85,7 @@ class Model {
  private:
   explicit Model(gguf::File f) : file_(std::move(f)) {}
   void bind();
-  void repack();
+  void move_to_huge_pages();
 
   gguf::File file_;
   HParams hp_;

@@ -348,7 +348,7 @@ function wire() {
   });
 }
 
-// Asks /props once; true when it answered (the sampler fields then show the server's defaults).
+// Asks /props; once it answers, the server facts and the sampler fields' defaults show.
 // While the model loads (or the server is not up yet) the status line says so and a later
 // attempt is scheduled, so a page opened during start-up fills in by itself.
 async function loadProps(attempt = 0) {
@@ -363,14 +363,13 @@ async function loadProps(attempt = 0) {
       const s = Math.min(10, Math.max(1, e.retryAfter) * (attempt < 5 ? 1 : 2));
       setTimeout(() => loadProps(attempt + 1), s * 1000);
     }
-    return false;
+    return;
   }
   if (state.propsStatus && status.textContent === state.propsStatus) status.textContent = '';
   state.propsStatus = null;
   state.defaults = defaultsFromProps(state.props);
   showProps(state.props);
   showDefaults($('sampler-form'), state.defaults);
-  return true;
 }
 
 async function main() {

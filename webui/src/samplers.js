@@ -34,15 +34,18 @@ export function defaultsFromProps(props) {
   return out;
 }
 
-// Builds the form for one conversation's values; onChange(values) after each edit.
+// A field's placeholder: the server's default for it, when known.
+const placeholder = (s, defaults) => (defaults[s.name] !== undefined ? String(defaults[s.name]) : 'default');
+
 // The server's defaults as the placeholders of a built form's fields (values and focus kept).
 export function showDefaults(form, defaults) {
   for (const s of SAMPLERS) {
     const input = form.querySelector(`#s-${s.name}`);
-    if (input) input.placeholder = defaults[s.name] !== undefined ? String(defaults[s.name]) : 'default';
+    if (input) input.placeholder = placeholder(s, defaults);
   }
 }
 
+// Builds the form for one conversation's values; onChange(values) after each edit.
 export function buildForm(form, values, defaults, onChange) {
   form.replaceChildren();
   for (const s of SAMPLERS) {
@@ -56,7 +59,7 @@ export function buildForm(form, values, defaults, onChange) {
     input.step = String(s.step);
     if (s.min !== undefined) input.min = String(s.min);
     if (s.max !== undefined) input.max = String(s.max);
-    input.placeholder = defaults[s.name] !== undefined ? String(defaults[s.name]) : 'default';
+    input.placeholder = placeholder(s, defaults);
     input.value = values[s.name] !== undefined ? String(values[s.name]) : '';
     input.addEventListener('change', () => {
       const v = input.value.trim() === '' ? undefined : Number(input.value);
