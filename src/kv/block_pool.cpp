@@ -18,7 +18,7 @@ BlockPool::BlockPool(const ops::KvLayout& layout, int64_t n_layer, int32_t n_blo
   arena_.n_layer = n_layer;
   arena_.n_blocks = n_blocks;
   bytes_ = arena_.block_stride() * static_cast<size_t>(n_blocks);
-  // Anonymous mapping: pages are committed only when a block is first written.
+  // Anonymous mapping: pages are committed (2 MiB at a time) only when a block is first written.
   mem_ = AnonymousMemory::lazy(bytes_, "KV pool");
   arena_.base = mem_.data();
   refs_.assign(static_cast<size_t>(n_blocks), 0);

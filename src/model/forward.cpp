@@ -38,10 +38,11 @@ Forward::Forward(const Model& model, ForwardOptions options, ops::ThreadPool& po
   arena_.window.n_layer = hp.n_window_layers();
   arena_.window.n_blocks = arena_.window.n_layer > 0 ? arena_.n_blocks : 0;
   const size_t main_bytes = arena_.block_stride() * static_cast<size_t>(n_blocks);
-  memory_.reset(new uint8_t[main_bytes + arena_.window.block_stride() *
-                                             static_cast<size_t>(arena_.window.n_blocks)]);
-  arena_.base = memory_.get();
-  arena_.window.base = memory_.get() + main_bytes;
+  memory_ = AnonymousMemory::lazy(
+      main_bytes + arena_.window.block_stride() * static_cast<size_t>(arena_.window.n_blocks),
+      "KV cache");
+  arena_.base = memory_.data();
+  arena_.window.base = memory_.data() + main_bytes;
   blocks_.resize(static_cast<size_t>(n_blocks));
   std::iota(blocks_.begin(), blocks_.end(), 0);
   arena_.state = StateArena::layout_for(hp);

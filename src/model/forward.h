@@ -11,6 +11,7 @@
 #include "model/batch_forward.h"
 #include "model/kv_arena.h"
 #include "model/weights.h"
+#include "util/anonymous_memory.h"
 
 namespace hearth {
 
@@ -43,7 +44,7 @@ class Forward {
  private:
   ForwardOptions opt_;
   BatchForward fwd_;
-  std::unique_ptr<uint8_t[]> memory_;  // pages are touched only as the context fills
+  AnonymousMemory memory_;  // pages are touched only as the context fills
   KvArena arena_;
   std::vector<int32_t> blocks_;
   std::vector<float> state_;  // the recurrent state slot (models with recurrent layers)

@@ -22,15 +22,14 @@ AnonymousMemory AnonymousMemory::lazy(size_t bytes, const char* what) {
   return AnonymousMemory(bytes, false, what);
 }
 
-AnonymousMemory::AnonymousMemory(size_t bytes, bool huge, const char* what) {
+AnonymousMemory::AnonymousMemory(size_t bytes, bool reserve, const char* what) {
   if (bytes == 0) return;
   // Over-reserve by one huge page so that a 2 MiB boundary can start the data; the unused
   // head and tail are never touched, so they cost address space only.
-  const size_t slack = huge ? kHugePage : 0;
-  if (bytes > SIZE_MAX - slack) fail("{}: cannot map {} bytes", what, bytes);
-  map_bytes_ = bytes + slack;
+  if (bytes > SIZE_MAX - kHugePage) fail("{}: cannot map {} bytes", what, bytes);
+  map_bytes_ = bytes + kHugePage;
   void* p = ::mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | (huge ? 0 : MAP_NORESERVE), -1, 0);
+                   MAP_PRIVATE | MAP_ANONYMOUS | (reserve ? 0 : MAP_NORESERVE), -1, 0);
   if (p == MAP_FAILED) {
     const int e = errno;
     map_bytes_ = 0;
@@ -38,10 +37,8 @@ AnonymousMemory::AnonymousMemory(size_t bytes, bool huge, const char* what) {
   }
   map_ = p;
   auto addr = reinterpret_cast<uintptr_t>(p);
-  if (huge) {
-    addr = (addr + kHugePage - 1) / kHugePage * kHugePage;
-    (void)::madvise(reinterpret_cast<void*>(addr), bytes, MADV_HUGEPAGE);  // advice only
-  }
+  addr = (addr + kHugePage - 1) / kHugePage * kHugePage;
+  (void)::madvise(reinterpret_cast<void*>(addr), bytes, MADV_HUGEPAGE);  // advice only
   data_ = reinterpret_cast<uint8_t*>(addr);
   size_ = bytes;
 }
