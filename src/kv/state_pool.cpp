@@ -23,8 +23,8 @@ StatePool::StatePool(const StateArena& layout, int32_t working, int32_t snapshot
   // Huge pages: a slot is megabytes written whole (zeroed, or a snapshot copied in), and on a
   // Qwen3.5-0.8B shape (20 MB a slot) first-touching it in 4 KiB pages made the first request's
   // first token 165 ms instead of 57 ms.
-  mem_ = AnonymousMemory::huge_pages(arena_.slot_bytes() * static_cast<size_t>(arena_.n_slots),
-                                     "recurrent state pool");
+  mem_ = AnonymousMemory::accounted(arena_.slot_bytes() * static_cast<size_t>(arena_.n_slots),
+                                    "recurrent state pool");
   arena_.base = reinterpret_cast<float*>(mem_.data());
   kind_.assign(static_cast<size_t>(arena_.n_slots), kFree);
   free_.reserve(static_cast<size_t>(arena_.n_slots));

@@ -279,7 +279,7 @@ void Model::move_to_huge_pages() {
   std::vector<uint8_t*> homes;
   size_t total = 0;
   for (const MatrixView* m : todo) total += home_bytes(*m);
-  packed_ = AnonymousMemory::huge_pages(total, "weights");
+  packed_ = AnonymousMemory::accounted(total, "weights");
   size_t off = 0;
   for (MatrixView* m : todo) {
     uint8_t* home = packed_.data() + off;

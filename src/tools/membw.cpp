@@ -34,7 +34,7 @@ double measure_read_bandwidth(ops::ThreadPool& pool, size_t bytes, int reps) {
   const size_t n = bytes / sizeof(uint64_t);
   // Huge pages, as the repacked weights have (model/weights.cpp): the figure decode is
   // compared against.
-  const AnonymousMemory mem = AnonymousMemory::huge_pages(n * sizeof(uint64_t), "membw");
+  const AnonymousMemory mem = AnonymousMemory::accounted(n * sizeof(uint64_t), "membw");
   auto* data = reinterpret_cast<uint64_t*>(mem.data());
   const int64_t chunks = 256;
   pool.parallel_for(chunks, [&](int64_t c, int) {  // touch pages from the reading threads

@@ -14,7 +14,7 @@ namespace {
 constexpr size_t kHugePage = size_t{2} << 20;
 }
 
-AnonymousMemory AnonymousMemory::huge_pages(size_t bytes, const char* what) {
+AnonymousMemory AnonymousMemory::accounted(size_t bytes, const char* what) {
   return AnonymousMemory(bytes, true, what);
 }
 
@@ -22,14 +22,14 @@ AnonymousMemory AnonymousMemory::lazy(size_t bytes, const char* what) {
   return AnonymousMemory(bytes, false, what);
 }
 
-AnonymousMemory::AnonymousMemory(size_t bytes, bool reserve, const char* what) {
+AnonymousMemory::AnonymousMemory(size_t bytes, bool accounted, const char* what) {
   if (bytes == 0) return;
   // Over-reserve by one huge page so that a 2 MiB boundary can start the data; the unused
   // head and tail are never touched, so they cost address space only.
   if (bytes > SIZE_MAX - kHugePage) fail("{}: cannot map {} bytes", what, bytes);
   map_bytes_ = bytes + kHugePage;
   void* p = ::mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | (reserve ? 0 : MAP_NORESERVE), -1, 0);
+                   MAP_PRIVATE | MAP_ANONYMOUS | (accounted ? 0 : MAP_NORESERVE), -1, 0);
   if (p == MAP_FAILED) {
     const int e = errno;
     map_bytes_ = 0;

@@ -1,8 +1,9 @@
 // A private anonymous mapping, given back to the system whole on destruction. Pages are backed
 // on first touch, 2 MiB aligned and advised for transparent huge pages (a no-op where the kernel
 // has them off): one TLB entry and one page fault per 2 MiB instead of per 4 KiB. Two kinds:
-// - huge_pages: the kernel's overcommit check applies, as for malloc; for data streamed in full
-//   every step (the repacked weights) or copied whole (the recurrent-state slots).
+// - accounted: counted against the kernel's overcommit limit when mapped, as malloc is; for data
+//   streamed in full every step (the repacked weights) or copied whole (the recurrent-state
+//   slots).
 // - lazy: address space only (MAP_NORESERVE), for a pool whose blocks are used on demand (the
 //   KV pool, which may be reserved far beyond what a session fills). Attention reads a head's
 //   rows from every block of a layer, blocks a whole layer stack apart, so on 4 KiB pages each
@@ -19,7 +20,7 @@ class AnonymousMemory {
  public:
   AnonymousMemory() = default;
   // Both throw Error (naming `what`) when the mapping cannot be made; 0 bytes maps nothing.
-  static AnonymousMemory huge_pages(size_t bytes, const char* what);
+  static AnonymousMemory accounted(size_t bytes, const char* what);
   static AnonymousMemory lazy(size_t bytes, const char* what);
   ~AnonymousMemory();
   AnonymousMemory(AnonymousMemory&& o) noexcept;
@@ -31,7 +32,7 @@ class AnonymousMemory {
   size_t size() const { return size_; }
 
  private:
-  AnonymousMemory(size_t bytes, bool reserve, const char* what);
+  AnonymousMemory(size_t bytes, bool accounted, const char* what);
   void release();
   void* map_ = nullptr;  // the whole mapping (data_ may start later, at a 2 MiB boundary)
   size_t map_bytes_ = 0;

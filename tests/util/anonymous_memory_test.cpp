@@ -12,7 +12,7 @@ namespace {
 
 TEST(AnonymousMemory, HugePageRegionsStartOnA2MiBBoundaryAndAreZeroedAndWritable) {
   const size_t n = (size_t{5} << 20) + 123;
-  AnonymousMemory m = AnonymousMemory::huge_pages(n, "test");
+  AnonymousMemory m = AnonymousMemory::accounted(n, "test");
   ASSERT_NE(m.data(), nullptr);
   EXPECT_EQ(m.size(), n);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(m.data()) % (size_t{2} << 20), 0u);
@@ -35,7 +35,7 @@ TEST(AnonymousMemory, MovesOwnershipAndEmptyIsNull) {
   AnonymousMemory c;
   c = std::move(b);
   EXPECT_EQ(c.data(), p);
-  EXPECT_EQ(AnonymousMemory::huge_pages(0, "test").data(), nullptr);
+  EXPECT_EQ(AnonymousMemory::accounted(0, "test").data(), nullptr);
   EXPECT_EQ(AnonymousMemory::lazy(0, "test").data(), nullptr);
 }
 
@@ -50,7 +50,7 @@ TEST(AnonymousMemory, ALazyPoolIsWritableWhereverItIsTouched) {
 
 TEST(AnonymousMemory, AnImpossibleSizeIsAClearError) {
   try {
-    AnonymousMemory m = AnonymousMemory::huge_pages(SIZE_MAX - 4096, "weights");
+    AnonymousMemory m = AnonymousMemory::accounted(SIZE_MAX - 4096, "weights");
     FAIL() << "reserved " << m.size() << " bytes";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("weights"), std::string::npos) << e.what();
