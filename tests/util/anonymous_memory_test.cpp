@@ -48,6 +48,14 @@ TEST(AnonymousMemory, ALazyPoolIsWritableWhereverItIsTouched) {
   EXPECT_EQ(m.data()[n / 2] + m.data()[n - 1] + m.data()[0], 11);
 }
 
+// The KV pool is read a head's rows at a time from every block of a layer: its blocks must
+// start on huge-page boundaries like the weights' (one TLB entry per 2 MiB).
+TEST(AnonymousMemory, ALazyPoolStartsOnA2MiBBoundary) {
+  AnonymousMemory m = AnonymousMemory::lazy((size_t{3} << 20) + 5, "pool");
+  ASSERT_NE(m.data(), nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(m.data()) % (size_t{2} << 20), 0u);
+}
+
 TEST(AnonymousMemory, AnImpossibleSizeIsAClearError) {
   try {
     AnonymousMemory m = AnonymousMemory::accounted(SIZE_MAX - 4096, "weights");
