@@ -40,9 +40,19 @@ TEST(ComputePeak, LoopsCountTheOperationsTheyDo) {
   EXPECT_EQ(detail::avx2::peak_f32_fma(7), 7.0 * 10 * 8 * 2);
   EXPECT_EQ(detail::avx2::peak_s8s8(7), 7.0 * 6 * 32 * 2);
   EXPECT_EQ(detail::avx2::peak_u8s8(7), 7.0 * 6 * 64 * 2);
-  if (ops::simd_level() < ops::SimdLevel::Avx2Vnni) return;
-  EXPECT_EQ(detail::avxvnni::peak_s8s8(7), 7.0 * 6 * 32 * 2);
-  EXPECT_EQ(detail::avxvnni::peak_u8s8(7), 7.0 * 6 * 64 * 2);
+  // Each VNNI build only where the CPU has its encoding: Zen 4 has the EVEX one and not the VEX
+  // one (AVX-VNNI), so the level alone does not say which loops can run.
+  const ops::CpuFeatures& f = ops::cpu_features();
+  if (f.avxvnni) {
+    EXPECT_EQ(detail::avxvnni::peak_s8s8(7), 7.0 * 6 * 32 * 2);
+    EXPECT_EQ(detail::avxvnni::peak_u8s8(7), 7.0 * 6 * 64 * 2);
+  }
+  if (f.avx512f && f.avx512bw && f.avx512vl && f.avx512vnni) {
+    // 10 chains x 16 lanes; 8 tokens x 64 MACs; 8 tokens x 128 MACs.
+    EXPECT_EQ(detail::avx512vnni::peak_f32_fma(7), 7.0 * 10 * 16 * 2);
+    EXPECT_EQ(detail::avx512vnni::peak_s8s8(7), 7.0 * 8 * 64 * 2);
+    EXPECT_EQ(detail::avx512vnni::peak_u8s8(7), 7.0 * 8 * 128 * 2);
+  }
 }
 
 TEST(ComputePeak, EachWeightTypeIsMeasuredAgainstItsKernelStep) {
