@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -164,13 +165,54 @@ void rewind_to_depth(Forward& f, const std::vector<int32_t>& prefix) {
   f.truncate(depth);
 }
 
+// tgN: greedy generation of `ng` tokens after `prefix`, o.reps timed runs after a warm-up. With
+// a probe, the read bandwidth is measured again just before each timed run and the run's weight
+// bandwidth is taken against that reading (the mean of the per-run ratios), so that a drifting
+// host does not set one spell's decode against another spell's bandwidth.
+void time_generation(const BenchOptions& o, const Model& model, const ForwardOptions& fo,
+                     const std::vector<int32_t>& prefix, int64_t ng, int64_t blk,
+                     ops::ThreadPool& pool, tools::ReadBandwidthProbe* probe) {
+  using Clock = std::chrono::steady_clock;
+  const double wbytes = weight_bytes_per_token(model);
+  std::vector<double> rates, fractions, probes;
+  Forward f(model, fo, pool);
+  for (int r = 0; r < o.reps + 1; ++r) {  // first run warms up
+    rewind_to_depth(f, prefix);
+    const double bw = r > 0 && probe != nullptr ? probe->measure(2) : 0.0;
+    int32_t tok = 1;
+    const auto t0 = Clock::now();
+    for (int64_t i = 0; i < ng; ++i) {
+      const int32_t one[1] = {tok};
+      std::vector<float> logits = f.eval(one);
+      tok = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    }
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (r == 0) continue;
+    rates.push_back(static_cast<double>(ng) / s);
+    if (bw > 0) {
+      fractions.push_back(wbytes * rates.back() / bw);
+      probes.push_back(bw);
+    }
+  }
+  const Stats st = stats(rates);
+  const double gbs = wbytes * st.mean / 1e9;
+  const std::string frac = fractions.empty()
+                               ? "-"
+                               : fmt::format("{:.0f}% of {:.1f}", 100.0 * stats(fractions).mean,
+                                             stats(probes).mean / 1e9);
+  fmt::print("| {:>7} | {:>7} | {:>5} | {:>6} | {:>8.2f} ± {:<5.2f} | {:>12.2f} | {:>18} |\n",
+             fmt::format("tg{}", ng), static_cast<int64_t>(prefix.size()), o.threads, blk, st.mean,
+             st.sd, gbs, frac);
+}
+
 int bench(const BenchOptions& o) {
   Runtime rt(o.threads);
   ops::ThreadPool& pool = rt.pool();
-  double bw = 0;
+  std::optional<tools::ReadBandwidthProbe> probe;
   tools::ComputePeak peak;
   if (o.membw || o.membw_only) {
-    bw = tools::measure_read_bandwidth(pool);
+    probe.emplace(pool);
+    const double bw = probe->measure();
     fmt::print("memory read bandwidth ({} threads): {:.1f} GB/s\n", o.threads, bw / 1e9);
     if (o.membw_only) return 0;
     peak = tools::measure_compute_peak(pool);
@@ -189,7 +231,6 @@ int bench(const BenchOptions& o) {
   const Model& model = rt.model();
   const HParams& hp = model.hparams();
   const TensorType kv = kv_type_option(o.kv_type);
-  const double wbytes = weight_bytes_per_token(model);
   fmt::print("model: {} | {} | {:.1f} MiB weights | simd: {} ({}) | kv: {}\n", o.model,
              hp.summary(), static_cast<double>(model.weight_bytes()) / (1 << 20),
              ops::simd_level_name(ops::simd_level()), ops::cpu_features().summary(), type_name(kv));
@@ -247,30 +288,8 @@ int bench(const BenchOptions& o) {
                    roof > 0 ? fmt::format("{:.1f} {:.0f}% of {:.0f}", gops, 100 * gops / roof, roof)
                             : fmt::format("{:.1f} GOPS", gops));
       }
-      for (int64_t ng : o.n_gen) {
-        if (ng <= 0) continue;
-        std::vector<double> rates;
-        Forward f(model, fo, pool);
-        for (int r = 0; r < o.reps + 1; ++r) {
-          rewind_to_depth(f, prefix);
-          int32_t tok = 1;
-          const auto t0 = Clock::now();
-          for (int64_t i = 0; i < ng; ++i) {
-            const int32_t one[1] = {tok};
-            std::vector<float> logits = f.eval(one);
-            tok = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) -
-                                       logits.begin());
-          }
-          const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-          if (r > 0) rates.push_back(static_cast<double>(ng) / s);
-        }
-        const Stats st = stats(rates);
-        const double gbs = wbytes * st.mean / 1e9;
-        std::string frac =
-            bw > 0 ? fmt::format("{:.0f}% of {:.1f}", 100.0 * gbs * 1e9 / bw, bw / 1e9) : "-";
-        fmt::print("| {:>7} | {:>7} | {:>5} | {:>6} | {:>8.2f} ± {:<5.2f} | {:>12.2f} | {:>18} |\n",
-                   fmt::format("tg{}", ng), depth, o.threads, blk, st.mean, st.sd, gbs, frac);
-      }
+      for (int64_t ng : o.n_gen)
+        if (ng > 0) time_generation(o, model, fo, prefix, ng, blk, pool, probe ? &*probe : nullptr);
     }
   return 0;
 }

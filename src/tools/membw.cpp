@@ -7,7 +7,6 @@
 #include <cstring>
 #include <vector>
 
-#include "util/anonymous_memory.h"
 #include "util/error.h"
 
 namespace hearth::tools {
@@ -28,27 +27,37 @@ uint64_t read_sum(const uint64_t* p, size_t n) {
   return a + b + c + d;
 }
 
+constexpr int64_t kChunks = 256;  // tasks per pass: dynamic balance over the threads
+
+size_t probe_bytes(size_t bytes) {
+  if (bytes < kChunks * sizeof(uint64_t))
+    fail("memory bandwidth probe: {} bytes is too small a buffer", bytes);
+  return bytes / sizeof(uint64_t) * sizeof(uint64_t);
+}
+
 }  // namespace
 
-double measure_read_bandwidth(ops::ThreadPool& pool, size_t bytes, int reps) {
-  const size_t n = bytes / sizeof(uint64_t);
-  // Huge pages, as the repacked weights have (model/weights.cpp): the figure decode is
-  // compared against.
-  const AnonymousMemory mem = AnonymousMemory::accounted(n * sizeof(uint64_t), "membw");
-  auto* data = reinterpret_cast<uint64_t*>(mem.data());
-  const int64_t chunks = 256;
-  pool.parallel_for(chunks, [&](int64_t c, int) {  // touch pages from the reading threads
-    const size_t b = n * static_cast<size_t>(c) / chunks,
-                 e = n * static_cast<size_t>(c + 1) / chunks;
+ReadBandwidthProbe::ReadBandwidthProbe(ops::ThreadPool& pool, size_t bytes)
+    : pool_(pool), mem_(AnonymousMemory::accounted(probe_bytes(bytes), "membw")) {
+  auto* data = reinterpret_cast<uint64_t*>(mem_.data());
+  const size_t n = mem_.size() / sizeof(uint64_t);
+  pool_.parallel_for(kChunks, [&](int64_t c, int) {  // touch pages from the reading threads
+    const size_t b = n * static_cast<size_t>(c) / kChunks,
+                 e = n * static_cast<size_t>(c + 1) / kChunks;
     for (size_t i = b; i < e; ++i) data[i] = i * 0x9e3779b97f4a7c15ULL;
   });
+}
+
+double ReadBandwidthProbe::measure(int reps) {
+  const auto* data = reinterpret_cast<const uint64_t*>(mem_.data());
+  const size_t n = mem_.size() / sizeof(uint64_t);
   std::atomic<uint64_t> sink{0};
   double best = 0.0;
   for (int r = 0; r < reps; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
-    pool.parallel_for(chunks, [&](int64_t c, int) {
-      const size_t b = n * static_cast<size_t>(c) / chunks,
-                   e = n * static_cast<size_t>(c + 1) / chunks;
+    pool_.parallel_for(kChunks, [&](int64_t c, int) {
+      const size_t b = n * static_cast<size_t>(c) / kChunks,
+                   e = n * static_cast<size_t>(c + 1) / kChunks;
       sink.fetch_add(read_sum(data + b, e - b), std::memory_order_relaxed);
     });
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -56,6 +65,11 @@ double measure_read_bandwidth(ops::ThreadPool& pool, size_t bytes, int reps) {
   }
   if (sink.load() == 42) std::memset(&best, 0, 0);  // keep the sums observable
   return best;
+}
+
+double measure_read_bandwidth(ops::ThreadPool& pool, size_t bytes, int reps) {
+  ReadBandwidthProbe probe(pool, bytes);
+  return probe.measure(reps);
 }
 
 }  // namespace hearth::tools
