@@ -682,6 +682,58 @@ TEST(Matmul, RejectsBadInput) {
 
 // matmul_group runs several products over the same activations in one parallel region: each
 // output is bit-identical to its own matmul, across types, layouts, empty matrices and threads.
+// Decode's products (up to four tokens) split as one contiguous share per thread with stealing
+// (ops/share_split.h); wider batches, and groups whose products do not end on a slice, keep the
+// chunk list. Either way every row equals the one-thread product, on every level: a group of
+// three whose last product ends mid-slice, one whose first does not end on a slice, 1-5 tokens.
+TEST(Matmul, DecodeSharesMatchTheOneThreadProduct) {
+  LevelGuard guard;
+  ThreadPool pool1(1), pool2(2), pool3(3);
+  const int64_t cols = 1024;
+  for (SimdLevel level : levels()) {
+    set_simd_level(level);
+    for (T type : {T::Q8_0, T::Q4_0, T::Q4_K, T::Q6_K, T::F16}) {
+      for (const std::vector<int64_t>& rows :
+           {std::vector<int64_t>{512, 192, 1000}, std::vector<int64_t>{1000, 512}}) {
+        std::vector<Weights> ws;
+        std::vector<std::vector<uint8_t>> bufs(rows.size());
+        std::vector<MatrixView> ms;
+        for (size_t i = 0; i < rows.size(); ++i)
+          ws.push_back(quantized_weights(type, rows[i], cols, 60 + i));
+        for (size_t i = 0; i < rows.size(); ++i) {
+          const MatrixView v = ws[i].view(rows[i]);
+          ms.push_back(packable(type) ? packed(v, bufs[i]) : v);
+        }
+        for (int64_t n_tok = 1; n_tok <= 5; ++n_tok) {
+          const auto x = random_floats(static_cast<size_t>(n_tok * cols), 70 + n_tok);
+          QuantizedActivations a;
+          quantize_activations(activation_type(type), x.data(), n_tok, cols, a);
+          std::vector<std::vector<float>> want(rows.size());
+          for (size_t i = 0; i < rows.size(); ++i) {
+            want[i].resize(static_cast<size_t>(rows[i] * n_tok));
+            matmul(ms[i], a, want[i].data(), pool1);
+          }
+          for (ThreadPool* p : {&pool2, &pool3}) {
+            std::vector<std::vector<float>> got(rows.size());
+            std::vector<MatmulOut> outs;
+            for (size_t i = 0; i < rows.size(); ++i) {
+              got[i].assign(want[i].size() + 1, -3.0f);
+              outs.push_back({&ms[i], got[i].data()});
+            }
+            matmul_group(outs, a, *p);
+            for (size_t i = 0; i < rows.size(); ++i) {
+              EXPECT_EQ(std::memcmp(want[i].data(), got[i].data(), want[i].size() * 4), 0)
+                  << type_name(type) << " " << simd_level_name(level) << " product " << i
+                  << " n_tok=" << n_tok << " threads=" << p->size();
+              EXPECT_EQ(got[i].back(), -3.0f) << "wrote past the output";
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(Matmul, GroupMatchesSeparateProducts) {
   ThreadPool pool1(1), pool2(2);
   const int64_t cols = 512, n_tok = 5;
