@@ -1,7 +1,8 @@
 #include "ops/share_split.h"
 
+#include <array>
 #include <atomic>
-#include <vector>
+#include <memory>
 
 #include "util/error.h"
 
@@ -46,16 +47,21 @@ void parallel_shares(ThreadPool& pool, int64_t n_slices,
     for (int64_t s = 0; s < n_slices; ++s) fn(s, 0);
     return;
   }
-  std::vector<Share> shares(static_cast<size_t>(n));
-  for (int t = 0; t < n; ++t)
-    shares[static_cast<size_t>(t)].set(n_slices * t / n, n_slices * (t + 1) / n);
+  // On the stack for the usual thread counts: a decode step runs ~150 regions, none of which
+  // should allocate.
+  constexpr int kOnStack = 8;
+  std::array<Share, kOnStack> on_stack;
+  std::unique_ptr<Share[]> on_heap;
+  if (n > kOnStack) on_heap = std::make_unique<Share[]>(static_cast<size_t>(n));
+  Share* const shares = n > kOnStack ? on_heap.get() : on_stack.data();
+  for (int t = 0; t < n; ++t) shares[t].set(n_slices * t / n, n_slices * (t + 1) / n);
   // One task per thread; the pool's `thread` (not the task) names the share a thread owns. A
   // thread that gets a second task (its peer had not joined yet) finds its share empty and steals.
   pool.parallel_for(n, [&](int64_t, int thread) {
     int64_t s = 0;
-    while (shares[static_cast<size_t>(thread)].take(false, s)) fn(s, thread);
+    while (shares[thread].take(false, s)) fn(s, thread);
     for (int k = 1; k < n; ++k) {
-      Share& other = shares[static_cast<size_t>((thread + k) % n)];
+      Share& other = shares[(thread + k) % n];
       while (other.take(true, s)) fn(s, thread);
     }
   });

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "util/error.h"
@@ -29,6 +30,11 @@ uint64_t read_sum(const uint64_t* p, size_t n) {
 
 constexpr int64_t kChunks = 256;  // tasks per pass: dynamic balance over the threads
 
+// Words [first, last) of chunk c of n: the same split for the page touch and every pass.
+std::pair<size_t, size_t> chunk_words(size_t n, int64_t c) {
+  return {n * static_cast<size_t>(c) / kChunks, n * static_cast<size_t>(c + 1) / kChunks};
+}
+
 size_t probe_bytes(size_t bytes) {
   if (bytes < kChunks * sizeof(uint64_t))
     fail("memory bandwidth probe: {} bytes is too small a buffer", bytes);
@@ -42,8 +48,7 @@ ReadBandwidthProbe::ReadBandwidthProbe(ops::ThreadPool& pool, size_t bytes)
   auto* data = reinterpret_cast<uint64_t*>(mem_.data());
   const size_t n = mem_.size() / sizeof(uint64_t);
   pool_.parallel_for(kChunks, [&](int64_t c, int) {  // touch pages from the reading threads
-    const size_t b = n * static_cast<size_t>(c) / kChunks,
-                 e = n * static_cast<size_t>(c + 1) / kChunks;
+    const auto [b, e] = chunk_words(n, c);
     for (size_t i = b; i < e; ++i) data[i] = i * 0x9e3779b97f4a7c15ULL;
   });
 }
@@ -56,8 +61,7 @@ double ReadBandwidthProbe::measure(int reps) {
   for (int r = 0; r < reps; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
     pool_.parallel_for(kChunks, [&](int64_t c, int) {
-      const size_t b = n * static_cast<size_t>(c) / kChunks,
-                   e = n * static_cast<size_t>(c + 1) / kChunks;
+      const auto [b, e] = chunk_words(n, c);
       sink.fetch_add(read_sum(data + b, e - b), std::memory_order_relaxed);
     });
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
