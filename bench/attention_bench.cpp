@@ -22,6 +22,7 @@
 #include "ops/cpu_features.h"
 #include "ops/thread_pool.h"
 #include "quant/types.h"
+#include "tools/membw.h"
 
 using namespace hearth;
 using namespace hearth::ops;
@@ -75,32 +76,6 @@ std::vector<LayerKv> make_kv(const Shape& s, TensorType type, int64_t n_layers, 
     L.view.n_tokens = n_tokens;
   }
   return layers;
-}
-
-// Read bandwidth of `threads` threads streaming a 1 GiB buffer (best of 3), GB/s.
-double measure_read_bw(ThreadPool& pool) {
-  const size_t n = (size_t{1} << 30) / sizeof(uint64_t);
-  std::vector<uint64_t> buf(n, 1);
-  double best = 0;
-  const int64_t parts = 64;
-  std::atomic<uint64_t> sink{0};
-  for (int rep = 0; rep < 4; ++rep) {
-    const auto t0 = Clock::now();
-    pool.parallel_for(parts, [&](int64_t p, int) {
-      const size_t b = n / parts * static_cast<size_t>(p), e = b + n / parts;
-      uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-      for (size_t i = b; i < e; i += 4) {
-        a0 += buf[i];
-        a1 += buf[i + 1];
-        a2 += buf[i + 2];
-        a3 += buf[i + 3];
-      }
-      sink.fetch_add(a0 + a1 + a2 + a3, std::memory_order_relaxed);
-    });
-    const double s = seconds_since(t0);
-    if (rep > 0) best = std::max(best, static_cast<double>(n * sizeof(uint64_t)) / s / 1e9);
-  }
-  return sink.load() ? best : 0;
 }
 
 // Thread-pool fork-join round trip with 2 threads: a region of 2 tasks that each wait for the
@@ -211,7 +186,7 @@ int main(int argc, char** argv) {
   double bw = 0;
   if (!quick) {
     if (threads >= 2) pool_latency();
-    bw = measure_read_bw(pool);
+    bw = tools::measure_read_bandwidth(pool) / 1e9;
     std::printf("measured read bandwidth (%d threads): %.1f GB/s\n\n", threads, bw);
   }
 

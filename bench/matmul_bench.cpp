@@ -24,10 +24,7 @@
 #include "quant/blocks.h"
 #include "quant/half.h"
 #include "quant/types.h"
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
+#include "tools/membw.h"
 
 using namespace hearth;
 using namespace hearth::ops;
@@ -134,70 +131,6 @@ std::vector<float> random_x(int64_t n, uint32_t seed) {
   std::vector<float> x(static_cast<size_t>(n));
   for (auto& v : x) v = d(rng);
   return x;
-}
-
-uint64_t sum_plain(const uint8_t* p, size_t n) {
-  uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-  for (size_t i = 0; i + 32 <= n; i += 32) {
-    uint64_t v[4];
-    std::memcpy(v, p + i, 32);
-    s0 += v[0];
-    s1 += v[1];
-    s2 += v[2];
-    s3 += v[3];
-  }
-  return s0 + s1 + s2 + s3;
-}
-
-#if defined(__x86_64__)
-__attribute__((target("avx2"))) uint64_t sum_avx2(const uint8_t* p, size_t n) {
-  __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
-  for (size_t i = 0; i + 128 <= n; i += 128) {
-    a0 = _mm256_add_epi64(a0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i)));
-    a1 = _mm256_add_epi64(a1, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 32)));
-    a2 = _mm256_add_epi64(a2, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 64)));
-    a3 = _mm256_add_epi64(a3, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 96)));
-  }
-  alignas(32) uint64_t l[4];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(l),
-                     _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3)));
-  return l[0] + l[1] + l[2] + l[3];
-}
-#endif
-
-// Read bandwidth: the threads sum a 1 GiB buffer in 4 MiB pieces; best of 5 passes.
-double measure_read_bw(ThreadPool& pool) {
-  const size_t bytes = size_t{1} << 30;
-  std::vector<uint8_t> buf(bytes, 1);
-  const int64_t n_tasks = 256;
-  const size_t per = bytes / n_tasks;
-  std::vector<uint64_t> sink(64 * 8, 0);
-#if defined(__x86_64__)
-  const bool avx2 = cpu_features().avx2;
-#else
-  const bool avx2 = false;
-#endif
-  auto pass = [&] {
-    pool.parallel_for(n_tasks, [&](int64_t task, int thread) {
-      const uint8_t* p = buf.data() + static_cast<size_t>(task) * per;
-#if defined(__x86_64__)
-      const uint64_t s = avx2 ? sum_avx2(p, per) : sum_plain(p, per);
-#else
-      const uint64_t s = sum_plain(p, per);
-#endif
-      sink[static_cast<size_t>(thread % 64) * 8] += s;
-    });
-  };
-  (void)avx2;
-  pass();
-  double best = 0;
-  for (int r = 0; r < 5; ++r) {
-    const auto t0 = Clock::now();
-    pass();
-    best = std::max(best, static_cast<double>(bytes) / seconds_since(t0) / 1e9);
-  }
-  if (sink[0] == 42) std::printf(" ");
-  return best;
 }
 
 // The machine may be shared: every figure is the best of many timed repetitions (the least
@@ -322,7 +255,7 @@ int main(int argc, char** argv) {
 
   for (int nt : threads) {
     ThreadPool pool(nt);
-    const double bw = measure_read_bw(pool);
+    const double bw = tools::measure_read_bandwidth(pool) / 1e9;
     std::printf(
         "\n== %d thread%s: measured read bandwidth %.1f GB/s (best of 5 passes over 1 GiB) ==\n",
         nt, nt > 1 ? "s" : "", bw);
