@@ -21,6 +21,7 @@
 #include "ops/attention.h"
 #include "ops/cpu_features.h"
 #include "ops/matmul.h"
+#include "ops/region_profile.h"
 #include "tools/compute_peak.h"
 #include "tools/membw.h"
 #include "util/error.h"
@@ -39,6 +40,7 @@ struct BenchOptions {
   std::vector<int64_t> kv_block{EngineOptions{}.kv_block_tokens};  // tokens per KV block
   bool membw = true;
   bool membw_only = false;
+  bool breakdown = false;  // tgN: split the time into matmul regions, attention and the rest
   std::vector<int64_t> concurrency;  // engine: aggregate generation with N streams
   int64_t long_prompt = 0;
   int64_t step_tokens =
@@ -165,21 +167,61 @@ void rewind_to_depth(Forward& f, const std::vector<int32_t>& prefix) {
   f.truncate(depth);
 }
 
+// --breakdown: where the timed tgN runs' time went, from their parallel regions
+// (ops/region_profile.h): the matmuls (and the weight bandwidth they reach inside their regions,
+// against the probe), attention, and the rest - per-token steps on one thread and hand-offs.
+std::string decode_breakdown(const std::string& test, double seconds, int64_t tokens,
+                             double probe_bw) {
+  double mm_s = 0, mm_bytes = 0, att_s = 0;
+  int64_t att_calls = 0;
+  std::string sizes;
+  const auto per_token = [&](double x) { return x / static_cast<double>(tokens); };
+  for (const ops::RegionStat& r : ops::region_profile()) {
+    if (r.kind == ops::RegionKind::Attention) {
+      att_s += r.seconds;
+      att_calls += r.calls;
+      continue;
+    }
+    const double bytes = static_cast<double>(r.bytes) * static_cast<double>(r.calls);
+    mm_s += r.seconds;
+    mm_bytes += bytes;
+    sizes += fmt::format("\n  matmul {:>9.3f} MB x{:<4.0f} {:>9.1f} us {:>7.1f} GB/s",
+                         r.bytes / 1e6, per_token(static_cast<double>(r.calls)),
+                         r.seconds / static_cast<double>(r.calls) * 1e6, bytes / r.seconds / 1e9);
+  }
+  const double rest = std::max(0.0, seconds - mm_s - att_s);
+  auto part = [&](double s) {
+    return fmt::format("{:.3f} ms ({:.1f}%)", per_token(s) * 1e3, 100 * s / seconds);
+  };
+  const double mm_bw = mm_s > 0 ? mm_bytes / mm_s : 0;
+  return fmt::format(
+      "{} per token: {:.3f} ms = matmul regions {} at {:.1f} GB/s{} + attention {} in {:.0f} "
+      "regions + the rest {}{}",
+      test, per_token(seconds) * 1e3, part(mm_s), mm_bw / 1e9,
+      probe_bw > 0 ? fmt::format(" ({:.0f}% of {:.1f})", 100 * mm_bw / probe_bw, probe_bw / 1e9)
+                   : "",
+      part(att_s), per_token(static_cast<double>(att_calls)), part(rest), sizes);
+}
+
 // tgN: greedy generation of `ng` tokens after `prefix`, o.reps timed runs after a warm-up. With
 // a probe, the read bandwidth is measured again just before each timed run and the run's weight
 // bandwidth is taken against that reading (the mean of the per-run ratios), so that a drifting
 // host does not set one spell's decode against another spell's bandwidth.
 void time_generation(const BenchOptions& o, const Model& model, const ForwardOptions& fo,
                      const std::vector<int32_t>& prefix, int64_t ng, int64_t blk,
-                     ops::ThreadPool& pool, tools::ReadBandwidthProbe* probe) {
+                     ops::ThreadPool& pool, tools::ReadBandwidthProbe* probe,
+                     std::vector<std::string>& breakdowns) {
   using Clock = std::chrono::steady_clock;
   const double wbytes = weight_bytes_per_token(model);
   std::vector<double> rates, fractions, probes;
+  double timed_s = 0;
+  ops::reset_region_profile();
   Forward f(model, fo, pool);
   for (int r = 0; r < o.reps + 1; ++r) {  // first run warms up
     rewind_to_depth(f, prefix);
     const double bw = r > 0 && probe != nullptr ? probe->measure(2) : 0.0;
     int32_t tok = 1;
+    ops::set_region_profiling(o.breakdown && r > 0);
     const auto t0 = Clock::now();
     for (int64_t i = 0; i < ng; ++i) {
       const int32_t one[1] = {tok};
@@ -187,7 +229,9 @@ void time_generation(const BenchOptions& o, const Model& model, const ForwardOpt
       tok = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
     }
     const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    ops::set_region_profiling(false);
     if (r == 0) continue;
+    timed_s += s;
     rates.push_back(static_cast<double>(ng) / s);
     if (bw > 0) {
       fractions.push_back(wbytes * rates.back() / bw);
@@ -203,6 +247,10 @@ void time_generation(const BenchOptions& o, const Model& model, const ForwardOpt
   fmt::print("| {:>7} | {:>7} | {:>5} | {:>6} | {:>8.2f} ± {:<5.2f} | {:>12.2f} | {:>18} |\n",
              fmt::format("tg{}", ng), static_cast<int64_t>(prefix.size()), o.threads, blk, st.mean,
              st.sd, gbs, frac);
+  if (o.breakdown)
+    breakdowns.push_back(decode_breakdown(fmt::format("tg{} at depth {}", ng, prefix.size()),
+                                          timed_s, ng * o.reps,
+                                          probes.empty() ? 0.0 : stats(probes).mean));
 }
 
 int bench(const BenchOptions& o) {
@@ -251,6 +299,7 @@ int bench(const BenchOptions& o) {
   fmt::print("| {:->7} | {:->7} | {:->5} | {:->6} | {:->16} | {:->12} | {:->18} |\n", "", "", "",
              "", "", "", "");
   using Clock = std::chrono::steady_clock;
+  std::vector<std::string> breakdowns;  // --breakdown: printed after the table
   // Prefill against the step of the FFN's weight type, which holds most of the arithmetic.
   const double roof = tools::compute_peak_for(peak, ffn_weight_type(model)) / 1e9;
   for (int64_t depth : o.depth)
@@ -289,8 +338,11 @@ int bench(const BenchOptions& o) {
                             : fmt::format("{:.1f} GOPS", gops));
       }
       for (int64_t ng : o.n_gen)
-        if (ng > 0) time_generation(o, model, fo, prefix, ng, blk, pool, probe ? &*probe : nullptr);
+        if (ng > 0)
+          time_generation(o, model, fo, prefix, ng, blk, pool, probe ? &*probe : nullptr,
+                          breakdowns);
     }
+  for (const std::string& b : breakdowns) fmt::print("\n{}\n", b);
   return 0;
 }
 
@@ -467,6 +519,9 @@ void add_bench(CLI::App& app, Context& ctx) {
       ->check(CLI::Range(int64_t{1}, int64_t{4096}));
   cmd->add_flag("!--no-membw", o->membw, "Skip the memory-bandwidth and compute-peak probes");
   cmd->add_flag("--membw-only", o->membw_only, "Only measure memory read bandwidth");
+  cmd->add_flag("--breakdown", o->breakdown,
+                "tgN: split the time into matmul regions (with their bandwidth), attention and "
+                "the rest");
   cmd->add_option("--concurrency", o->concurrency,
                   "Engine: aggregate generation speed with N streams (e.g. 1,2,4,8)")
       ->delimiter(',');

@@ -13,6 +13,7 @@
 #include "ops/cpu_features.h"
 #include "ops/elementwise.h"
 #include "ops/reference.h"
+#include "ops/region_profile.h"
 #include "quant/dequantize.h"
 #include "quant/quantize.h"
 #include "util/error.h"
@@ -255,6 +256,7 @@ void attention_batch(std::span<const AttentionArgs> a, std::span<const KvSeqView
                      ThreadPool& pool) {
   if (a.size() != kv.size())
     fail("attention_batch: {} queries for {} K/V views", a.size(), kv.size());
+  const RegionTimer timer(RegionKind::Attention, 0);
   // Reused task list (no allocation per layer once warm). The largest sequences' tasks go first
   // so that the small ones fill in at the end.
   thread_local std::vector<detail::AttnTask> tasks;

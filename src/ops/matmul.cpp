@@ -8,6 +8,7 @@
 
 #include "ops/cpu_features.h"
 #include "ops/matmul_kernels.h"
+#include "ops/region_profile.h"
 #include "ops/share_split.h"
 #include "util/error.h"
 
@@ -163,6 +164,15 @@ void run_share_slice(std::span<const GroupJob> jobs, const mm::Acts& x, int64_t 
   }
 }
 
+// Bytes of weights the products read, as stored in the file (what `hearth bench` counts per
+// token; a packed copy holds the same, Q4_K's 3% more).
+size_t weight_bytes(std::span<const GroupJob> jobs) {
+  size_t bytes = 0;
+  for (const GroupJob& jb : jobs)
+    bytes += row_bytes(jb.w->type, jb.w->n_cols) * static_cast<size_t>(jb.w->n_rows);
+  return bytes;
+}
+
 // Several products over the same activations in one parallel region: their row chunks are one
 // task list, so a step pays one hand-off and one tail instead of one per matrix.
 void run_group(std::span<const MatmulOut> outs, const mm::Acts& x, ThreadPool& pool) {
@@ -182,6 +192,8 @@ void run_group(std::span<const MatmulOut> outs, const mm::Acts& x, ThreadPool& p
     n_rows += o.w->n_rows;
   }
   const std::span<const GroupJob> js(jobs.data(), n_jobs);
+  if (js.empty()) return;
+  const RegionTimer timer(RegionKind::Matmul, region_profiling() ? weight_bytes(js) : 0);
   if (pool.size() == 1 || n_tasks == 1) {  // one call per product: whole token blocks
     for (const GroupJob& jb : js) rows_dispatch(jb.simd, *jb.w, x, jb.y, 0, jb.w->n_rows);
     return;
