@@ -119,7 +119,7 @@ void print_kernels(const Model& model, TensorType kv) {
 double weight_bytes_per_token(const Model& m) {
   double n = 0;
   auto add = [&](const MatrixView& w, double share) {
-    n += share * static_cast<double>(w.row_stride) * static_cast<double>(w.n_rows);
+    n += share * static_cast<double>(w.bytes());
   };
   for_each_active_matrix(m, add);
   add(m.weights().output, 1.0);

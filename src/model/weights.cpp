@@ -94,7 +94,7 @@ std::vector<float> vec(const gguf::TensorInfo& t) {
 std::vector<MatrixView> experts(const gguf::TensorInfo& t) {
   std::vector<MatrixView> out;
   MatrixView m = matrix(t);
-  const size_t bytes = m.row_stride * static_cast<size_t>(m.n_rows);
+  const size_t bytes = m.bytes();
   for (int64_t e = 0; e < t.ne[2]; ++e) {
     MatrixView x = m;
     x.data = m.data + static_cast<size_t>(e) * bytes;
@@ -298,7 +298,7 @@ void Model::move_to_huge_pages() {
   auto work = [&] {
     for (size_t i; (i = next.fetch_add(1)) < items.size();) {
       const Item& it = items[i];
-      const size_t bytes = it.src.row_stride * static_cast<size_t>(it.src.n_rows);
+      const size_t bytes = it.src.bytes();
       if (it.pack)
         ops::pack_rows(it.src, it.dst);
       else

@@ -168,8 +168,7 @@ void run_share_slice(std::span<const GroupJob> jobs, const mm::Acts& x, int64_t 
 // token; a packed copy holds the same, Q4_K's 3% more).
 size_t weight_bytes(std::span<const GroupJob> jobs) {
   size_t bytes = 0;
-  for (const GroupJob& jb : jobs)
-    bytes += row_bytes(jb.w->type, jb.w->n_cols) * static_cast<size_t>(jb.w->n_rows);
+  for (const GroupJob& jb : jobs) bytes += jb.w->bytes();
   return bytes;
 }
 

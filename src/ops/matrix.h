@@ -21,6 +21,8 @@ struct MatrixView {
   const uint8_t* packed = nullptr;
 
   const uint8_t* row(int64_t r) const { return data + static_cast<size_t>(r) * row_stride; }
+  // Bytes of the matrix as stored (what a pass over all its rows reads).
+  size_t bytes() const { return row_stride * static_cast<size_t>(n_rows); }
 };
 
 }  // namespace hearth
