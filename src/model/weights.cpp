@@ -247,9 +247,9 @@ void Model::move_to_huge_pages() {
   if (ops::simd_level() < ops::SimdLevel::Avx2) return;
   if (const char* e = std::getenv("HEARTH_REPACK"); e != nullptr && std::string(e) == "0") return;
   // Every matrix a decode step streams moves into huge pages: the kernels' packed layout where
-  // there is one, else the stored bytes as they are (F16, BF16, F32, Q4_1, ...). With 4 KiB
-  // pages a TLB miss per page costs decode speed (measured: Qwen3-0.6B Q8_0 41 -> 49 tok/s
-  // repacked; F16 copied: 31.4 -> 37.2 tok/s).
+  // there is one (ops/packed_rows.h, F16 and BF16 included), else the stored bytes as they are
+  // (F32, Q4_1, ...). With 4 KiB pages a TLB miss per page costs decode speed (measured:
+  // Qwen3-0.6B Q8_0 41 -> 49 tok/s repacked; F16 copied: 31.4 -> 37.2 tok/s).
   std::vector<MatrixView*> todo;
   for (LayerWeights& L : w_.layers)
     for (MatrixView* m : L.matrices())

@@ -16,8 +16,8 @@ struct MatrixView {
   int64_t n_cols = 0;  // ne[0]: input width, contiguous
   int64_t n_rows = 0;  // ne[1]: outputs
   size_t row_stride = 0;
-  // Optional faster copy for the AVX2 kernels (Q8_0, Q4_0: ops/packed_rows.h), owned by whoever set
-  // it; `data` stays the reference layout every other reader uses.
+  // Optional faster copy for the AVX2-family kernels (the types of ops/packed_rows.h), owned by
+  // whoever set it; `data` stays the reference layout every other reader uses.
   const uint8_t* packed = nullptr;
 
   const uint8_t* row(int64_t r) const { return data + static_cast<size_t>(r) * row_stride; }

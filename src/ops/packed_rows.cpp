@@ -6,13 +6,23 @@
 #include "util/error.h"
 
 namespace hearth::ops {
+namespace {
+
+// The 2-byte float formats, packed as they are stored (no levels to rearrange).
+bool is_half(TensorType t) {
+  return t == TensorType::F16 || t == TensorType::BF16;
+}
+
+}  // namespace
 
 bool packable(TensorType t) {
   return t == TensorType::Q8_0 || t == TensorType::Q4_0 || t == TensorType::Q5_0 ||
-         t == TensorType::Q4_K || t == TensorType::Q6_K;
+         t == TensorType::Q4_K || t == TensorType::Q6_K || t == TensorType::F16 ||
+         t == TensorType::BF16;
 }
 
 int64_t packed_block_cols(TensorType t) {
+  if (is_half(t)) return 8;
   return t == TensorType::Q4_K || t == TensorType::Q6_K ? 256 : 32;
 }
 
@@ -26,6 +36,9 @@ size_t packed_block_bytes(TensorType t) {
       return 8 * 2 * 2 + 8 * 8 + 4 * 8 * 2 + 8 * 128;
     case TensorType::Q6_K:
       return 8 * 2 + 8 * 16 + 16 * 96;
+    case TensorType::F16:
+    case TensorType::BF16:
+      return 8 * 16;
     default:
       return 8 * 2 + 8 * 32;
   }
@@ -134,6 +147,16 @@ void pack_rows(const MatrixView& w, uint8_t* dst) {
   const bool q4 = w.type == TensorType::Q4_0, q5 = w.type == TensorType::Q5_0;
   const size_t out_block = packed_block_bytes(w.type);
   const int64_t nb = w.n_cols / packed_block_cols(w.type), n_groups = (w.n_rows + 7) / 8;
+  if (is_half(w.type)) {
+    for (int64_t g = 0; g < n_groups; ++g)
+      for (int64_t b = 0; b < nb; ++b) {
+        uint8_t* out = dst + static_cast<size_t>(g * nb + b) * out_block;
+        std::memset(out, 0, out_block);
+        for (int r = 0; r < 8 && 8 * g + r < w.n_rows; ++r)
+          std::memcpy(out + 16 * r, w.row(8 * g + r) + 16 * b, 16);
+      }
+    return;
+  }
   if (w.type == TensorType::Q4_K || w.type == TensorType::Q6_K) {
     const bool q6 = w.type == TensorType::Q6_K;
     const size_t in_block = q6 ? sizeof(BlockQ6_K) : sizeof(BlockQ4_K);

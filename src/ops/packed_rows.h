@@ -1,5 +1,6 @@
-// Q8_0, Q4_0, Q5_0, Q4_K and Q6_K weights repacked for the AVX2 kernels: rows in groups of 8,
-// interleaved so that each 32-bit lane of a vector holds one row. vpmaddubsw + vpmaddwd then leave
+// Q8_0, Q4_0, Q5_0, Q4_K, Q6_K, F16 and BF16 weights repacked for the AVX2 kernels: rows in groups
+// of 8, interleaved so that a decode step reads each matrix as one sequential stream. For the
+// integer formats each 32-bit lane of a vector holds one row. vpmaddubsw + vpmaddwd then leave
 // each row's dot product in its own lane, so a group's 8 results need no horizontal sums, and each
 // block's 8 scales are one 16-byte load. The copy replaces the file's layout for the matmul (the
 // model gives the mapped pages back), it does not add to it: the same bytes per block (Q4_K: 1,184
@@ -28,6 +29,10 @@
 //     uint8 h[8][4]            h[r][e]: high 2 bits of elements 16P+e, +4+e, +8+e, +12+e
 //                              at bits 0-1, 2-3, 4-5, 6-7
 //     uint8 l[2][8][4]         l[s][r][e]: low 4 bits of element 16P+8s+e | of +4 << 4
+// F16 / BF16 (n_cols a multiple of 8), chunk c (elements 8c .. 8c+7) at (g * n_cols/8 + c) * 128:
+//   uint16 w[8][8]             w[r][e] = row 8g+r, element 8c + e, as stored
+// (the file's 16 bytes of each row side by side: the float kernels' per-row arithmetic, and so
+// their results, are the same on either layout; only the addresses differ).
 // A last group with fewer than 8 rows is padded with zero rows.
 #pragma once
 
@@ -39,10 +44,10 @@
 
 namespace hearth::ops {
 
-// Types with a packed layout (Q8_0, Q4_0, Q5_0, Q4_K, Q6_K).
+// Types with a packed layout (Q8_0, Q4_0, Q5_0, Q4_K, Q6_K, F16, BF16).
 bool packable(TensorType t);
 
-// Columns of one packed block: 32, or 256 for the K-quants.
+// Columns of one packed block: 32, 256 for the K-quants, 8 for F16 / BF16.
 int64_t packed_block_cols(TensorType t);
 
 // Bytes of one block of a group of 8 rows.

@@ -226,6 +226,35 @@ TEST(ModelLoad, Q6_KMatricesAreRepackedForTheSimdKernels) {
   expect_repacked_model_matches_file_layout(path);
 }
 
+// F16 / BF16 matrices are packed in groups of 8 rows at load; the float kernels do the same
+// arithmetic on either layout, so the logits are bit-identical to the file layout's.
+TEST(ModelLoad, HalfFloatMatricesArePackedWithIdenticalLogits) {
+  if (ops::simd_level() < ops::SimdLevel::Avx2) GTEST_SKIP() << "no AVX2 kernels here";
+  for (const char* name : {"models/synthetic/qwen3-F16.gguf", "models/synthetic/qwen3-BF16.gguf"}) {
+    HEARTH_SHARED_OR_SKIP(path, name);
+    auto packed = Model::load(path);
+    ::setenv("HEARTH_REPACK", "0", 1);
+    auto plain = Model::load(path);
+    ::unsetenv("HEARTH_REPACK");
+    for (const LayerWeights& L : packed->weights().layers)
+      for (const MatrixView* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down})
+        EXPECT_NE(m->packed, nullptr) << name << " " << m->name;
+    EXPECT_EQ(plain->weights().layers[0].wq.packed, nullptr);
+    ops::ThreadPool pool(2);
+    ForwardOptions fo;
+    fo.n_ctx = 32;
+    const std::vector<int32_t> ids = {1, 20, 300, 400, 55, 66, 77, 8, 99, 10};
+    Forward a(*packed, fo, pool), b(*plain, fo, pool);
+    for (size_t n : {ids.size(), size_t{1}}) {  // a prefill chunk, then one decode token
+      const std::vector<int32_t> part(ids.begin(), ids.begin() + static_cast<ptrdiff_t>(n));
+      const std::vector<float> la = a.eval(part), lb = b.eval(part);
+      ASSERT_EQ(la.size(), lb.size());
+      EXPECT_EQ(std::memcmp(la.data(), lb.data(), la.size() * sizeof(float)), 0)
+          << name << " n=" << n;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace hearth
 

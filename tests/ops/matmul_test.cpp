@@ -107,9 +107,15 @@ MatrixView packed(MatrixView m, std::vector<uint8_t>& buf) {
   return m;
 }
 
+// Whether rows of type t and width cols have a packed layout (F16 / BF16 need whole 8-element
+// chunks: other widths stay in the file's layout, as the model loader leaves them).
+bool can_pack(T t, int64_t cols) {
+  return packable(t) && cols % packed_block_cols(t) == 0;
+}
+
 // The layouts a type's matmul runs on: the file's, and the packed one where there is one.
-std::vector<bool> layouts(T t) {
-  return packable(t) ? std::vector<bool>{false, true} : std::vector<bool>{false};
+std::vector<bool> layouts(T t, int64_t cols) {
+  return can_pack(t, cols) ? std::vector<bool>{false, true} : std::vector<bool>{false};
 }
 
 Weights quantized_weights(T t, int64_t rows, int64_t cols, uint32_t seed) {
@@ -440,7 +446,7 @@ TEST(Matmul, SimdMatchesScalarReference) {
           QuantizedActivations a;
           quantize_activations(activation_type(type), x.data(), n_tok, cols, a);
           for (int64_t rows : kRows) {
-            for (bool pack : layouts(type)) {
+            for (bool pack : layouts(type, cols)) {
               std::vector<uint8_t> buf;
               const MatrixView m = pack ? packed(w.view(rows), buf) : w.view(rows);
               std::vector<float> y_simd(static_cast<size_t>(n_tok * rows), -1.0f);
@@ -502,7 +508,7 @@ TEST(Matmul, IntegerDotsAreExact) {
     }
     std::vector<uint8_t> buf;
     const MatrixView plain = w.view(rows);
-    const MatrixView pk = packable(type) ? packed(plain, buf) : plain;
+    const MatrixView pk = can_pack(type, cols) ? packed(plain, buf) : plain;
     // Activations with unit scale and random levels (bsums / sums consistent).
     QuantizedActivations a;
     const auto xf = random_floats(static_cast<size_t>(n_tok * cols), 23);
@@ -527,7 +533,7 @@ TEST(Matmul, IntegerDotsAreExact) {
     std::vector<float> y(static_cast<size_t>(rows * n_tok));
     for (SimdLevel level : levels())
       for (bool evex : test::vnni_encodings())
-        for (bool pack : layouts(type)) {
+        for (bool pack : layouts(type, cols)) {
           const MatrixView& m = pack ? pk : plain;
           set_simd_level(level);
           set_vnni_evex(evex);
@@ -557,7 +563,7 @@ TEST(Matmul, BatchThreadAndSplitInvariance) {
     set_simd_level(level);
     for (T type : kAllTypes) {
       for (int64_t cols : {is_kquant(type) ? int64_t{512} : int64_t{96}, int64_t{1024}})
-        for (bool pack : layouts(type)) {
+        for (bool pack : layouts(type, cols)) {
           const int64_t rows = 100, n_tok = 17;
           const Weights w = quantized_weights(type, rows, cols, 31);
           std::vector<uint8_t> buf;
@@ -702,7 +708,7 @@ TEST(Matmul, DecodeSharesMatchTheOneThreadProduct) {
           ws.push_back(quantized_weights(type, rows[i], cols, 60 + i));
         for (size_t i = 0; i < rows.size(); ++i) {
           const MatrixView v = ws[i].view(rows[i]);
-          ms.push_back(packable(type) ? packed(v, bufs[i]) : v);
+          ms.push_back(can_pack(type, cols) ? packed(v, bufs[i]) : v);
         }
         for (int64_t n_tok = 1; n_tok <= 5; ++n_tok) {
           const auto x = random_floats(static_cast<size_t>(n_tok * cols), 70 + n_tok);
@@ -738,9 +744,10 @@ TEST(Matmul, GroupMatchesSeparateProducts) {
   ThreadPool pool1(1), pool2(2);
   const int64_t cols = 512, n_tok = 5;
   const auto x = random_floats(static_cast<size_t>(n_tok * cols), 41);
-  for (T act : {T::Q8_0, T::Q8_K}) {
-    const std::vector<T> types = act == T::Q8_0 ? std::vector<T>{T::Q8_0, T::Q4_0, T::Q5_1}
-                                                : std::vector<T>{T::Q4_K, T::Q6_K, T::Q5_K};
+  for (T act : {T::Q8_0, T::Q8_K, T::F32}) {
+    const std::vector<T> types = act == T::Q8_0   ? std::vector<T>{T::Q8_0, T::Q4_0, T::Q5_1}
+                                 : act == T::Q8_K ? std::vector<T>{T::Q4_K, T::Q6_K, T::Q5_K}
+                                                  : std::vector<T>{T::F16, T::F32, T::BF16};
     const std::vector<int64_t> rows = {100, 0, 37};
     std::vector<Weights> ws;
     std::vector<std::vector<uint8_t>> bufs(types.size());
@@ -749,7 +756,7 @@ TEST(Matmul, GroupMatchesSeparateProducts) {
       ws.push_back(quantized_weights(types[i], std::max<int64_t>(rows[i], 1), cols, 50 + i));
     for (size_t i = 0; i < types.size(); ++i) {
       const MatrixView v = ws[i].view(rows[i]);
-      ms.push_back(packable(types[i]) && rows[i] > 0 ? packed(v, bufs[i]) : v);
+      ms.push_back(can_pack(types[i], cols) && rows[i] > 0 ? packed(v, bufs[i]) : v);
     }
     QuantizedActivations a;
     quantize_activations(act, x.data(), n_tok, cols, a);
@@ -784,6 +791,31 @@ TEST(Matmul, GroupMatchesSeparateProducts) {
   quantize_activations(T::Q8_K, x.data(), 1, cols, a);
   const std::vector<MatmulOut> nine(9, MatmulOut{&m, y.data()});
   EXPECT_THROW(matmul_group(nine, a, pool2), Error);
+}
+
+// F16 / BF16 rows packed in groups of 8: each row's 8-element chunks side by side, 128 bytes a
+// chunk, the last group padded with zero rows (ops/packed_rows.h).
+TEST(PackedRows, HalfFloatRowsSideBySide) {
+  for (T type : {T::F16, T::BF16}) {
+    const int64_t rows = 11, cols = 24;
+    const Weights w = quantized_weights(type, rows, cols, 5);
+    std::vector<uint8_t> buf;
+    const MatrixView m = packed(w.view(rows), buf);
+    ASSERT_EQ(buf.size(), size_t{2 * 3 * 128}) << type_name(type);
+    for (int64_t g = 0; g < 2; ++g)
+      for (int64_t c = 0; c < 3; ++c)
+        for (int64_t r = 0; r < 8; ++r)
+          for (int64_t e = 0; e < 8; ++e) {
+            uint16_t got, want = 0;
+            std::memcpy(&got, m.packed + ((g * 3 + c) * 128 + 16 * r + 2 * e), 2);
+            if (8 * g + r < rows) std::memcpy(&want, m.row(8 * g + r) + 2 * (8 * c + e), 2);
+            ASSERT_EQ(got, want) << type_name(type) << " row " << 8 * g + r << " col " << 8 * c + e;
+          }
+  }
+  // A width that is not a whole number of chunks has no packed layout.
+  const Weights odd = quantized_weights(T::F16, 8, 12, 6);
+  std::vector<uint8_t> buf(packed_bytes(T::F16, 8, 8));
+  EXPECT_THROW(pack_rows(odd.view(8), buf.data()), Error);
 }
 
 TEST(Matmul, EmptyShapes) {

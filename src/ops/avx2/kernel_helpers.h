@@ -62,6 +62,22 @@ MM_INLINE float float_weight(const uint8_t* p) {
   }
 }
 
+// Where F32 / F16 / BF16 weight rows are read from (kElem bytes an element): the file's rows (a
+// row's 8-element chunks 8·kElem bytes apart) or, for F16 / BF16, the copy packed in groups of 8
+// rows (ops/packed_rows.h: 128 bytes apart, so that a group is one sequential stream). Element 8c
+// of row r is at base(w, r) + c * kChunk.
+template <size_t kElem, bool kPacked>
+struct FloatRows {
+  static_assert(!kPacked || kElem == 2, "only 2-byte floats have a packed layout");
+  static constexpr size_t kChunk = kPacked ? 128 : 8 * kElem;
+  static MM_INLINE const uint8_t* base(const MatrixView& w, int64_t r) {
+    if constexpr (kPacked)
+      return w.packed + static_cast<size_t>(r / 8) * static_cast<size_t>(w.n_cols / 8) * kChunk +
+             static_cast<size_t>(r % 8) * 16;
+    return w.row(r);
+  }
+};
+
 // ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)): the one reduction order used everywhere.
 MM_INLINE float hsum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));

@@ -3,7 +3,9 @@
 // ops/avx2/matmul_avx2.cpp) runs, per (row, token), 8 lanes of FMA chains over the columns in
 // steps of 8, then hsum and a scalar FMA tail; here lanes 0-7 carry row r's chains and lanes
 // 8-15 row r + 1's against the same 8 activations (broadcast to both halves), and each half is
-// reduced by the same hsum and tail: bit-identical results at twice the FMA width.
+// reduced by the same hsum and tail: bit-identical results at twice the FMA width. kPacked: F16 /
+// BF16 rows packed in groups of 8 (ops/packed_rows.h), read through FloatRows at the same
+// arithmetic.
 #pragma once
 
 #include <immintrin.h>
@@ -16,10 +18,11 @@
 namespace hearth::ops::mm {
 namespace {
 
-template <TensorType WT>
+template <TensorType WT, bool kPacked = false>
 struct FloatPairs {
   static constexpr int kPairs = 3, kTokens = 6;  // 18 accumulators
   static constexpr size_t kElem = WT == TensorType::F32 ? 4 : 2;
+  using Rows = FloatRows<kElem, kPacked>;
 
   // Elements k .. k+7 of rows a (lanes 0-7) and b (lanes 8-15), as f32.
   static MM_INLINE __m512 load_pair(const uint8_t* a, const uint8_t* b) {
@@ -46,7 +49,7 @@ struct FloatPairs {
     const int64_t n = c.w.n_cols, n8 = n / 8 * 8;
     const uint8_t* wr[2 * P];
 #pragma GCC unroll 8
-    for (int i = 0; i < 2 * P; ++i) wr[i] = c.w.row(std::min(r + i, r1 - 1));
+    for (int i = 0; i < 2 * P; ++i) wr[i] = Rows::base(c.w, std::min(r + i, r1 - 1));
     const float* xr[T];
 #pragma GCC unroll 8
     for (int j = 0; j < T; ++j) xr[j] = c.x.f32(t0 + j);
@@ -55,10 +58,10 @@ struct FloatPairs {
     for (int p = 0; p < P; ++p)
       for (int j = 0; j < T; ++j) acc[p][j] = _mm512_setzero_ps();
     for (int64_t k = 0; k < n8; k += 8) {
+      const size_t at = static_cast<size_t>(k / 8) * Rows::kChunk;
       __m512 wv[P];
 #pragma GCC unroll 8
-      for (int p = 0; p < P; ++p)
-        wv[p] = load_pair(wr[2 * p] + k * kElem, wr[2 * p + 1] + k * kElem);
+      for (int p = 0; p < P; ++p) wv[p] = load_pair(wr[2 * p] + at, wr[2 * p + 1] + at);
 #pragma GCC unroll 8
       for (int j = 0; j < T; ++j) {
         const __m512 xv = both_halves(xr[j] + k);
@@ -75,7 +78,7 @@ struct FloatPairs {
         for (int h = 0; h < 2 && r + 2 * p + h < r1; ++h) {
           const uint8_t* w = wr[2 * p + h];
           float s = hsum(halves[h]);
-          for (int64_t k = n8; k < n; ++k)
+          for (int64_t k = n8; k < n; ++k)  // the file's rows only (packed: n8 == n)
             s = std::fma(float_weight<WT>(w + k * kElem), xr[j][k], s);
           c.y[(t0 + j) * c.ys + r + 2 * p + h] = s;
         }

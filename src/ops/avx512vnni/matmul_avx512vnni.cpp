@@ -103,18 +103,26 @@ struct PQ8Zmm : OneScalePerBlock<PQ8Zmm> {
   }
 };
 
-// F32 / F16 / BF16 prefill chunks (float_pairs.h); false for anything else.
+bool is_float(TensorType t) {
+  return t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16;
+}
+
+// F32 / F16 / BF16 prefill chunks (float_pairs.h), on the file's rows or the packed ones; false
+// for fewer tokens (the AVX2 kernels then run).
 bool float_rows(const Ctx& c, int64_t r0, int64_t r1) {
   if (c.x.n_tok < kFloatPairMinTokens) return false;
+  const bool packed = c.w.packed != nullptr;
   switch (c.w.type) {
     case TensorType::F32:
       FloatPairs<TensorType::F32>::drive(c, r0, r1);
       return true;
     case TensorType::F16:
-      FloatPairs<TensorType::F16>::drive(c, r0, r1);
+      packed ? FloatPairs<TensorType::F16, true>::drive(c, r0, r1)
+             : FloatPairs<TensorType::F16>::drive(c, r0, r1);
       return true;
     case TensorType::BF16:
-      FloatPairs<TensorType::BF16>::drive(c, r0, r1);
+      packed ? FloatPairs<TensorType::BF16, true>::drive(c, r0, r1)
+             : FloatPairs<TensorType::BF16>::drive(c, r0, r1);
       return true;
     default:
       return false;
@@ -126,7 +134,8 @@ bool float_rows(const Ctx& c, int64_t r0, int64_t r1) {
 bool rows_avx512vnni(const MatrixView& w, const Acts& x, float* y, int64_t y_stride, int64_t r0,
                      int64_t r1) {
   const Ctx c{w, x, y, y_stride};
-  if (w.packed == nullptr) return float_rows(c, r0, r1);
+  if (is_float(w.type)) return float_rows(c, r0, r1);
+  if (w.packed == nullptr) return false;
   switch (w.type) {
     case TensorType::Q8_0:
       drive_pairs<PairQ8, PQ8Zmm>(c, r0, r1);
