@@ -687,14 +687,23 @@ struct KFloat {
         for (int l = 0; l < kLines; ++l) _mm_prefetch(pf + 64 * l, _MM_HINT_T1);
         pf += R * 8 * kElem;
       }
-      __m256 wv[R];
+      if constexpr (T == 1) {
+        // Each row's weights straight into its FMA: 8 rows' loaded vectors and 8 accumulators
+        // would not fit in 16 registers (BF16 spilled an accumulator, a store and reload in its
+        // chain every step).
+        const __m256 xv = _mm256_loadu_ps(xr[0] + k);
 #pragma GCC unroll 8
-      for (int i = 0; i < R; ++i) wv[i] = load8(wr[i] + at);
+        for (int i = 0; i < R; ++i) acc[i][0] = _mm256_fmadd_ps(load8(wr[i] + at), xv, acc[i][0]);
+      } else {
+        __m256 wv[R];
 #pragma GCC unroll 8
-      for (int j = 0; j < T; ++j) {
-        const __m256 xv = _mm256_loadu_ps(xr[j] + k);
+        for (int i = 0; i < R; ++i) wv[i] = load8(wr[i] + at);
 #pragma GCC unroll 8
-        for (int i = 0; i < R; ++i) acc[i][j] = _mm256_fmadd_ps(wv[i], xv, acc[i][j]);
+        for (int j = 0; j < T; ++j) {
+          const __m256 xv = _mm256_loadu_ps(xr[j] + k);
+#pragma GCC unroll 8
+          for (int i = 0; i < R; ++i) acc[i][j] = _mm256_fmadd_ps(wv[i], xv, acc[i][j]);
+        }
       }
     }
 #pragma GCC unroll 8
