@@ -52,11 +52,27 @@ MM_INLINE void token_tiles(const Ctx& c, int64_t r, int64_t t, int64_t t1) {
   if constexpr (T > 1) token_tiles<K, R, T - 1>(c, r, t, t1);
 }
 
-// K: kRD rows per decode tile, kRP × kTP rows × tokens per prefill tile, tile<R, T>().
+// K: kRD rows per decode tile, kRP × kTP rows × tokens per prefill tile, tile<R, T>(), and
+// optionally kTokenPasses > 0: below that many tokens each one passes over a decode tile on its
+// own (no small-batch tiles).
+template <class K>
+constexpr bool has_token_passes() {
+  if constexpr (requires { K::kTokenPasses; })
+    return K::kTokenPasses > 0;
+  else
+    return false;
+}
+
 template <class K>
 void drive(const Ctx& c, int64_t r0, int64_t r1) {
   const int64_t n_tok = c.x.n_tok;
-  if (n_tok > 1 && n_tok < K::kTP) {
+  constexpr int64_t kDecodeBelow = [] {
+    if constexpr (has_token_passes<K>())
+      return int64_t{K::kTokenPasses};
+    else
+      return int64_t{K::kTP};
+  }();
+  if (!has_token_passes<K>() && n_tok > 1 && n_tok < K::kTP) {
     // A small batch (concurrent decodes): one register tile holds all its tokens, so each
     // weight block is unpacked once per batch rather than once per token (measured, four
     // tokens, 2 threads: Q6_K 54 → 100 GOPS, Q8_0 54 → 58-70).
@@ -65,7 +81,7 @@ void drive(const Ctx& c, int64_t r0, int64_t r1) {
     for (; r < r1; ++r) token_tiles<K, 1, K::kTP>(c, r, 0, n_tok);
     return;
   }
-  if (n_tok < K::kTP) {
+  if (n_tok < kDecodeBelow) {
     // Decode: a row tile stays in L1 while the tokens pass over it.
     int64_t r = r0;
     for (; r + K::kRD <= r1; r += K::kRD)
@@ -640,7 +656,14 @@ struct KQ6K {
 // interleaved streams. Each (row, token) result is the same chain of FMAs on either layout.
 template <TensorType WT, bool kPacked = false>
 struct KFloat {
-  static constexpr int kRD = kPacked ? 8 : 4, kRP = 3, kTP = 4;
+  // Packed: decode tiles are whole groups (one stream), and up to 4 tokens pass over each group
+  // one at a time (after the first pass it is in L1/L2), where tiles of several tokens would
+  // take fewer than 8 rows and read the group as strided streams (measured, AVX-512 level before
+  // FloatPairs took these: 2 / 3 concurrent Qwen3-0.6B F16 streams 44 / 45 tok/s aggregate with
+  // 3-row tiles). Prefill tiles take half groups (4 rows: one cache line of each 128-byte
+  // chunk) × 3 tokens.
+  static constexpr int kRD = kPacked ? 8 : 4, kRP = kPacked ? 4 : 3, kTP = kPacked ? 3 : 4;
+  static constexpr int kTokenPasses = kPacked ? 5 : 0;
   static constexpr size_t kElem = WT == TensorType::F32 ? 4 : 2;
   using Rows = FloatRows<kElem, kPacked>;
 
@@ -687,13 +710,17 @@ struct KFloat {
         for (int l = 0; l < kLines; ++l) _mm_prefetch(pf + 64 * l, _MM_HINT_T1);
         pf += R * 8 * kElem;
       }
-      if constexpr (T == 1) {
-        // Each row's weights straight into its FMA: 8 rows' loaded vectors and 8 accumulators
-        // would not fit in 16 registers (BF16 spilled an accumulator, a store and reload in its
-        // chain every step).
-        const __m256 xv = _mm256_loadu_ps(xr[0] + k);
+      if constexpr (T == 1 || kPacked) {
+        // Each row's weights straight into its FMAs: R rows' loaded vectors beside the
+        // accumulators would not fit in 16 registers (the packed BF16 decode tile spilled an
+        // accumulator, a store and reload in its chain every step).
 #pragma GCC unroll 8
-        for (int i = 0; i < R; ++i) acc[i][0] = _mm256_fmadd_ps(load8(wr[i] + at), xv, acc[i][0]);
+        for (int i = 0; i < R; ++i) {
+          const __m256 wv = load8(wr[i] + at);
+#pragma GCC unroll 8
+          for (int j = 0; j < T; ++j)
+            acc[i][j] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(xr[j] + k), acc[i][j]);
+        }
       } else {
         __m256 wv[R];
 #pragma GCC unroll 8

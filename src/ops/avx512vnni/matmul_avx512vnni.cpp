@@ -110,8 +110,8 @@ bool is_float(TensorType t) {
 // F32 / F16 / BF16 prefill chunks (float_pairs.h), on the file's rows or the packed ones; false
 // for fewer tokens (the AVX2 kernels then run).
 bool float_rows(const Ctx& c, int64_t r0, int64_t r1) {
-  if (c.x.n_tok < kFloatPairMinTokens) return false;
   const bool packed = c.w.packed != nullptr;
+  if (c.x.n_tok < (packed ? kPackedFloatPairMinTokens : kFloatPairMinTokens)) return false;
   switch (c.w.type) {
     case TensorType::F32:
       FloatPairs<TensorType::F32>::drive(c, r0, r1);
