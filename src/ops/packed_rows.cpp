@@ -137,6 +137,18 @@ void pack_q6_k(const uint8_t* src, int r, uint8_t* out) {
   }
 }
 
+// F16 / BF16: each row's 16 bytes of chunk b side by side, as stored.
+void pack_half_rows(const MatrixView& w, int64_t nb, int64_t n_groups, uint8_t* dst) {
+  constexpr size_t kChunk = 8 * 16;
+  for (int64_t g = 0; g < n_groups; ++g)
+    for (int64_t b = 0; b < nb; ++b) {
+      uint8_t* out = dst + static_cast<size_t>(g * nb + b) * kChunk;
+      std::memset(out, 0, kChunk);
+      for (int r = 0; r < 8 && 8 * g + r < w.n_rows; ++r)
+        std::memcpy(out + 16 * r, w.row(8 * g + r) + 16 * b, 16);
+    }
+}
+
 }  // namespace
 
 void pack_rows(const MatrixView& w, uint8_t* dst) {
@@ -147,16 +159,7 @@ void pack_rows(const MatrixView& w, uint8_t* dst) {
   const bool q4 = w.type == TensorType::Q4_0, q5 = w.type == TensorType::Q5_0;
   const size_t out_block = packed_block_bytes(w.type);
   const int64_t nb = w.n_cols / packed_block_cols(w.type), n_groups = (w.n_rows + 7) / 8;
-  if (is_half(w.type)) {
-    for (int64_t g = 0; g < n_groups; ++g)
-      for (int64_t b = 0; b < nb; ++b) {
-        uint8_t* out = dst + static_cast<size_t>(g * nb + b) * out_block;
-        std::memset(out, 0, out_block);
-        for (int r = 0; r < 8 && 8 * g + r < w.n_rows; ++r)
-          std::memcpy(out + 16 * r, w.row(8 * g + r) + 16 * b, 16);
-      }
-    return;
-  }
+  if (is_half(w.type)) return pack_half_rows(w, nb, n_groups, dst);
   if (w.type == TensorType::Q4_K || w.type == TensorType::Q6_K) {
     const bool q6 = w.type == TensorType::Q6_K;
     const size_t in_block = q6 ? sizeof(BlockQ6_K) : sizeof(BlockQ4_K);

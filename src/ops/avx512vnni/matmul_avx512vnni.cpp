@@ -107,8 +107,8 @@ bool is_float(TensorType t) {
   return t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16;
 }
 
-// F32 / F16 / BF16 prefill chunks (float_pairs.h), on the file's rows or the packed ones; false
-// for fewer tokens (the AVX2 kernels then run).
+// F32 / F16 / BF16 prefill chunks, and batches of 2+ tokens on packed rows (float_pairs.h);
+// false for fewer tokens (the AVX2 kernels then run).
 bool float_rows(const Ctx& c, int64_t r0, int64_t r1) {
   const bool packed = c.w.packed != nullptr;
   if (c.x.n_tok < (packed ? kPackedFloatPairMinTokens : kFloatPairMinTokens)) return false;
