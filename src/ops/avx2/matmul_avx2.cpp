@@ -56,23 +56,18 @@ MM_INLINE void token_tiles(const Ctx& c, int64_t r, int64_t t, int64_t t1) {
 // optionally kTokenPasses > 0: below that many tokens each one passes over a decode tile on its
 // own (no small-batch tiles).
 template <class K>
-constexpr bool has_token_passes() {
+constexpr int64_t token_passes() {
   if constexpr (requires { K::kTokenPasses; })
-    return K::kTokenPasses > 0;
+    return K::kTokenPasses;
   else
-    return false;
+    return 0;
 }
 
 template <class K>
 void drive(const Ctx& c, int64_t r0, int64_t r1) {
   const int64_t n_tok = c.x.n_tok;
-  constexpr int64_t kDecodeBelow = [] {
-    if constexpr (has_token_passes<K>())
-      return int64_t{K::kTokenPasses};
-    else
-      return int64_t{K::kTP};
-  }();
-  if (!has_token_passes<K>() && n_tok > 1 && n_tok < K::kTP) {
+  constexpr int64_t kPasses = token_passes<K>();
+  if (kPasses == 0 && n_tok > 1 && n_tok < K::kTP) {
     // A small batch (concurrent decodes): one register tile holds all its tokens, so each
     // weight block is unpacked once per batch rather than once per token (measured, four
     // tokens, 2 threads: Q6_K 54 → 100 GOPS, Q8_0 54 → 58-70).
@@ -81,7 +76,7 @@ void drive(const Ctx& c, int64_t r0, int64_t r1) {
     for (; r < r1; ++r) token_tiles<K, 1, K::kTP>(c, r, 0, n_tok);
     return;
   }
-  if (n_tok < kDecodeBelow) {
+  if (n_tok < (kPasses > 0 ? kPasses : K::kTP)) {
     // Decode: a row tile stays in L1 while the tokens pass over it.
     int64_t r = r0;
     for (; r + K::kRD <= r1; r += K::kRD)
@@ -696,12 +691,11 @@ struct KFloat {
     for (int i = 0; i < R; ++i)
       for (int j = 0; j < T; ++j) acc[i][j] = _mm256_setzero_ps();
     // Decode and small batches stream the matrix: prefetch the row tile after next,
-    // sequentially. Not for one token on packed groups: the hardware prefetcher follows that
-    // single stream by itself, and the software prefetch only cost (measured, Qwen3-0.6B F16,
-    // 2 threads, tg64: 37 tok/s with it, 48 without).
-    constexpr bool kPrefetch = T < kTP && !(kPacked && T == 1);
-    const size_t tile_bytes = R * (kPacked ? static_cast<size_t>(n) * kElem : c.w.row_stride);
-    const char* pf = reinterpret_cast<const char*>(wr[0]) + kPrefetchTiles * tile_bytes;
+    // sequentially. Not on packed groups: the hardware prefetcher follows their single stream
+    // by itself, and the software prefetch only cost (measured, Qwen3-0.6B F16, 2 threads,
+    // tg64: 37 tok/s with it, 48 without).
+    constexpr bool kPrefetch = T < kTP && !kPacked;
+    const char* pf = reinterpret_cast<const char*>(wr[0]) + kPrefetchTiles * R * c.w.row_stride;
     constexpr int kLines = static_cast<int>((R * 8 * kElem + 63) / 64);
     for (int64_t k = 0; k < n8; k += 8) {
       const size_t at = static_cast<size_t>(k / 8) * Rows::kChunk;

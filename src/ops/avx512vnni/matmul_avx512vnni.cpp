@@ -103,10 +103,6 @@ struct PQ8Zmm : OneScalePerBlock<PQ8Zmm> {
   }
 };
 
-bool is_float(TensorType t) {
-  return t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16;
-}
-
 // F32 / F16 / BF16 prefill chunks, and batches of 2+ tokens on packed rows (float_pairs.h);
 // false for fewer tokens (the AVX2 kernels then run).
 bool float_rows(const Ctx& c, int64_t r0, int64_t r1) {
@@ -134,7 +130,7 @@ bool float_rows(const Ctx& c, int64_t r0, int64_t r1) {
 bool rows_avx512vnni(const MatrixView& w, const Acts& x, float* y, int64_t y_stride, int64_t r0,
                      int64_t r1) {
   const Ctx c{w, x, y, y_stride};
-  if (is_float(w.type)) return float_rows(c, r0, r1);
+  if (x.type == TensorType::F32) return float_rows(c, r0, r1);  // float weights: f32 activations
   if (w.packed == nullptr) return false;
   switch (w.type) {
     case TensorType::Q8_0:
