@@ -1,11 +1,13 @@
 // matmul kernel figures: decode (n_tok = 1) weight bandwidth against the machine's measured
-// read bandwidth, prefill (n_tok = 512) and four-token batch GOPS (2·rows·cols·tokens / s,
-// activation quantization included), per weight type, for 1 and 2 threads (or -t N).
+// read bandwidth, prefill (n_tok = 512) and small-batch GOPS (4 tokens, or --batch N), as
+// 2·rows·cols·tokens / s with activation quantization included, per weight type, for 1 and 2
+// threads (or -t N).
 //
-// Decode and the four-token batch rotate over enough copies of the matrix to exceed the
+// Decode and the small batch rotate over enough copies of the matrix to exceed the
 // last-level cache, as a forward pass streams every layer's weights once per step.
 //
 //   matmul_bench [-t 1,2] [--types q8_0,q4_0,...] [--quick] [--no-prefill] [--no-lm-head]
+//                [--in-cache] [--batch N]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -216,6 +218,7 @@ int main(int argc, char** argv) {
                                    TensorType::F32,  TensorType::Q4_1, TensorType::Q5_0,
                                    TensorType::Q5_1, TensorType::Q5_K};
   bool quick = false, prefill = true, lm_head = true, in_cache = false;
+  int64_t batch = 4;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if ((a == "-t" || a == "--threads") && i + 1 < argc) {
@@ -237,16 +240,25 @@ int main(int argc, char** argv) {
       prefill = false;
     } else if (a == "--no-lm-head") {
       lm_head = false;
+    } else if (a == "--batch" && i + 1 < argc) {
+      batch = std::atoll(argv[++i]);
+      if (batch < 1 || batch > 64) {
+        std::fprintf(stderr, "--batch takes 1 to 64 tokens\n");
+        return 2;
+      }
     } else if (a == "--in-cache") {
       in_cache = true;
     } else {
       std::fprintf(stderr,
                    "usage: matmul_bench [-t 1,2] [--types q8_0,q4_0,...] [--quick] "
-                   "[--no-prefill] [--no-lm-head] [--in-cache]\n");
+                   "[--no-prefill] [--no-lm-head] [--in-cache] [--batch N]\n");
       return 2;
     }
   }
   const double min_s = quick ? 0.3 : 1.0;
+  char batch_column[48];
+  std::snprintf(batch_column, sizeof batch_column, "b%lld 1024x3072 %s",
+                static_cast<long long>(batch), in_cache ? "in cache" : "from memory");
   // Well past the 32 MiB L3; --in-cache reads one matrix over and over (from L2/L3: the
   // kernel's own speed for a decode shape, without the memory's; the 1024x151936 head is larger
   // than the L3 either way).
@@ -265,7 +277,7 @@ int main(int argc, char** argv) {
     std::printf("shapes as cols x rows (input width x outputs)\n");
     std::printf("%-5s | %-23s | %-23s | %-23s | %-15s | %-15s | %-23s\n", "type", "dec 1024x3072",
                 "dec 3072x1024", "dec 1024x151936", "pp512 1024x3072", "pp512 3072x1024",
-                in_cache ? "b4 1024x3072 in cache" : "b4 1024x3072 from memory");
+                batch_column);
     for (TensorType t : types)
       for (bool pack : packable(t) ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
         const bool simd = matmul_has_simd_kernel(t);
@@ -288,10 +300,11 @@ int main(int argc, char** argv) {
             std::printf(" %6.1f/%6.1f  |", r.best, r.median);
             std::fflush(stdout);
           }
-          // Four tokens at once, the weights streamed from memory: a decode step of four
+          // `batch` tokens at once, the weights streamed from memory: a decode step of that many
           // concurrent streams.
           double gops = 0;
-          const Result r = bench_decode(t, pack, 3072, 1024, pool, rotate_bytes, min_s, 4, &gops);
+          const Result r =
+              bench_decode(t, pack, 3072, 1024, pool, rotate_bytes, min_s, batch, &gops);
           std::printf(" %6.1f GOPS %4.1f GB/s |", gops, r.best);
         }
         std::printf("%s\n", simd ? "" : "  (scalar path)");

@@ -58,8 +58,12 @@ struct FloatPairs {
 #pragma GCC unroll 8
     for (int p = 0; p < P; ++p)
       for (int j = 0; j < T; ++j) acc[p][j] = _mm512_setzero_ps();
+    // Packed: the group's stream prefetched ahead (measured, 2 threads, 3072x1024 F16 from
+    // memory, 6 tokens: 97 GOPS without, 168 with; 2-4 KiB ahead into L1 126-133; prefill
+    // chunks unchanged).
     for (int64_t k = 0; k < n8; k += 8) {
       const size_t at = static_cast<size_t>(k / 8) * Rows::kChunk;
+      if constexpr (kPacked) Rows::prefetch_ahead(wr[0] + at, 2);
       __m512 wv[P];
 #pragma GCC unroll 8
       for (int p = 0; p < P; ++p) wv[p] = load_pair(wr[2 * p] + at, wr[2 * p + 1] + at);
