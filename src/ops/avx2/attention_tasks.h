@@ -132,14 +132,68 @@ struct Q4Rows {
 };
 
 #if defined(__AVX512F__)
+template <class Rows>
+constexpr size_t kQuantBlockBytes = std::is_same_v<Rows, Q8Rows> ? sizeof(BlockQ8_0)
+                                                                 : sizeof(BlockQ4_0);
+
+// The f32 scale of the Q8_0 / Q4_0 block holding column c (exact F16C widening, as Rows::load).
+template <class Rows>
+inline float block_scale(const uint8_t* row, int64_t c) {
+  uint16_t dbits;
+  std::memcpy(&dbits, row + (c / kQK) * static_cast<int64_t>(kQuantBlockBytes<Rows>), 2);
+  return _cvtsh_ss(dbits);
+}
+
+// Rows::load's values, 16 at a time (the same q * d products): quant_levels16 the 16 columns
+// from c (a multiple of 16, so one block and scale) of a Q8_0 / Q4_0 row, quant_key_pair
+// columns c .. c + 7 of row a in lanes 0-7 and of row b in lanes 8-15.
+template <class Rows>
+inline __m512 quant_levels16(const uint8_t* row, int64_t c, __m512 d) {
+  const uint8_t* qs = row + (c / kQK) * static_cast<int64_t>(kQuantBlockBytes<Rows>) + 2;
+  const int64_t k = c % kQK;
+  __m512i qi;
+  if constexpr (std::is_same_v<Rows, Q8Rows>) {
+    qi = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + k)));
+  } else {  // k is 0 (low nibbles of qs[0..15]) or 16 (their high nibbles)
+    __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+    q = _mm_and_si128(k < 16 ? q : _mm_srli_epi16(q, 4), _mm_set1_epi8(0x0F));
+    qi = _mm512_sub_epi32(_mm512_cvtepu8_epi32(q), _mm512_set1_epi32(8));
+  }
+  return _mm512_mul_ps(_mm512_cvtepi32_ps(qi), d);
+}
+
+template <class Rows>
+inline __m512 quant_key_pair(const uint8_t* a, const uint8_t* b, int64_t c) {
+  const int64_t off = (c / kQK) * static_cast<int64_t>(kQuantBlockBytes<Rows>) + 2;
+  const int64_t k = c % kQK;
+  __m512i qi;
+  if constexpr (std::is_same_v<Rows, Q8Rows>) {
+    const __m128i qa = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(a + off + k));
+    const __m128i qb = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + off + k));
+    qi = _mm512_cvtepi8_epi32(_mm_unpacklo_epi64(qa, qb));
+  } else {  // 0, 8: low nibbles of qs[k..k+7]; 16, 24: high of qs[k-16..]
+    const __m128i qa = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(a + off + k % 16));
+    const __m128i qb = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + off + k % 16));
+    __m128i q = _mm_unpacklo_epi64(qa, qb);
+    q = _mm_and_si128(k < 16 ? q : _mm_srli_epi16(q, 4), _mm_set1_epi8(0x0F));
+    qi = _mm512_sub_epi32(_mm512_cvtepu8_epi32(q), _mm512_set1_epi32(8));
+  }
+  const __m512 d = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(block_scale<Rows>(a, c)),
+                                        _mm512_set1_ps(block_scale<Rows>(b, c)));
+  return _mm512_mul_ps(_mm512_cvtepi32_ps(qi), d);
+}
+
 // 16 elements at column c of an encoded row: Rows::load's two vectors of 8, in one 512-bit
-// vector (F32 and F16 read directly; the same values either way).
+// vector (F32, F16, Q8_0 and Q4_0 read directly; the same values either way).
 template <class Rows>
 inline __m512 load16(const uint8_t* row, int64_t c) {
   if constexpr (std::is_same_v<Rows, F32Rows>) {
     return _mm512_loadu_ps(reinterpret_cast<const float*>(row) + c);
   } else if constexpr (std::is_same_v<Rows, F16Rows>) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * c)));
+  } else if constexpr (std::is_same_v<Rows, Q8Rows> || std::is_same_v<Rows, Q4Rows>) {
+    // Half a block (c is a multiple of 16): one scale, 16 levels widened at once.
+    return quant_levels16<Rows>(row, c, _mm512_set1_ps(block_scale<Rows>(row, c)));
   } else {
     const __m256d lo = _mm256_castps_pd(Rows::load(row, c));
     const __m256d hi = _mm256_castps_pd(Rows::load(row, c + 8));
@@ -318,6 +372,8 @@ inline __m512 load_key_pair(const uint8_t* a, const uint8_t* b, int64_t c) {
     const __m128i ha = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + 2 * c));
     const __m128i hb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2 * c));
     return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(ha), hb, 1));
+  } else if constexpr (std::is_same_v<Rows, Q8Rows> || std::is_same_v<Rows, Q4Rows>) {
+    return quant_key_pair<Rows>(a, b, c);
   } else {
     const __m256d lo = _mm256_castps_pd(Rows::load(a, c));
     const __m256d hi = _mm256_castps_pd(Rows::load(b, c));
