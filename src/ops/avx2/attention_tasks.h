@@ -133,6 +133,9 @@ struct Q4Rows {
 
 #if defined(__AVX512F__)
 template <class Rows>
+constexpr bool kQuantRows = std::is_same_v<Rows, Q8Rows> || std::is_same_v<Rows, Q4Rows>;
+
+template <class Rows>
 constexpr size_t kQuantBlockBytes = std::is_same_v<Rows, Q8Rows> ? sizeof(BlockQ8_0)
                                                                  : sizeof(BlockQ4_0);
 
@@ -163,7 +166,7 @@ inline __m512 quant_levels16(const uint8_t* row, int64_t c, __m512 d) {
 }
 
 template <class Rows>
-inline __m512 quant_key_pair(const uint8_t* a, const uint8_t* b, int64_t c) {
+inline __m512 quant_key_pair(const uint8_t* a, const uint8_t* b, int64_t c, __m512 d) {
   const int64_t off = (c / kQK) * static_cast<int64_t>(kQuantBlockBytes<Rows>) + 2;
   const int64_t k = c % kQK;
   __m512i qi;
@@ -178,9 +181,36 @@ inline __m512 quant_key_pair(const uint8_t* a, const uint8_t* b, int64_t c) {
     q = _mm_and_si128(k < 16 ? q : _mm_srli_epi16(q, 4), _mm_set1_epi8(0x0F));
     qi = _mm512_sub_epi32(_mm512_cvtepu8_epi32(q), _mm512_set1_epi32(8));
   }
-  const __m512 d = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(block_scale<Rows>(a, c)),
-                                        _mm512_set1_ps(block_scale<Rows>(b, c)));
   return _mm512_mul_ps(_mm512_cvtepi32_ps(qi), d);
+}
+
+// Both halves of the block at column c (a multiple of 32) as quant_levels16 gives them, with one
+// scale conversion and Q4_0's 16 bytes read once.
+template <class Rows>
+inline void quant_block32(const uint8_t* row, int64_t c, __m512& lo, __m512& hi) {
+  const uint8_t* qs = row + (c / kQK) * static_cast<int64_t>(kQuantBlockBytes<Rows>) + 2;
+  __m512i a, b;
+  if constexpr (std::is_same_v<Rows, Q8Rows>) {
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs));
+    a = _mm512_cvtepi8_epi32(_mm256_castsi256_si128(q));
+    b = _mm512_cvtepi8_epi32(_mm256_extracti128_si256(q, 1));
+  } else {
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+    const __m128i m = _mm_set1_epi8(0x0F);
+    const __m512i eight = _mm512_set1_epi32(8);
+    a = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_and_si128(q, m)), eight);
+    b = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(q, 4), m)), eight);
+  }
+  const __m512 d = _mm512_set1_ps(block_scale<Rows>(row, c));
+  lo = _mm512_mul_ps(_mm512_cvtepi32_ps(a), d);
+  hi = _mm512_mul_ps(_mm512_cvtepi32_ps(b), d);
+}
+
+// quant_key_pair's d: row a's scale for column c in lanes 0-7, row b's in lanes 8-15.
+template <class Rows>
+inline __m512 key_pair_scale(const uint8_t* a, const uint8_t* b, int64_t c) {
+  return _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(block_scale<Rows>(a, c)),
+                              _mm512_set1_ps(block_scale<Rows>(b, c)));
 }
 
 // 16 elements at column c of an encoded row: Rows::load's two vectors of 8, in one 512-bit
@@ -191,7 +221,7 @@ inline __m512 load16(const uint8_t* row, int64_t c) {
     return _mm512_loadu_ps(reinterpret_cast<const float*>(row) + c);
   } else if constexpr (std::is_same_v<Rows, F16Rows>) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * c)));
-  } else if constexpr (std::is_same_v<Rows, Q8Rows> || std::is_same_v<Rows, Q4Rows>) {
+  } else if constexpr (kQuantRows<Rows>) {
     // Half a block (c is a multiple of 16): one scale, 16 levels widened at once.
     return quant_levels16<Rows>(row, c, _mm512_set1_ps(block_scale<Rows>(row, c)));
   } else {
@@ -372,8 +402,6 @@ inline __m512 load_key_pair(const uint8_t* a, const uint8_t* b, int64_t c) {
     const __m128i ha = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + 2 * c));
     const __m128i hb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2 * c));
     return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(ha), hb, 1));
-  } else if constexpr (std::is_same_v<Rows, Q8Rows> || std::is_same_v<Rows, Q4Rows>) {
-    return quant_key_pair<Rows>(a, b, c);
   } else {
     const __m256d lo = _mm256_castps_pd(Rows::load(a, c));
     const __m256d hi = _mm256_castps_pd(Rows::load(b, c));
@@ -394,14 +422,23 @@ inline void qk_block16(const float* const* q, const uint8_t* const* k, int64_t h
   for (int m = 0; m < MB; ++m)
 #pragma GCC unroll 16
     for (int i = 0; i < NP; ++i) acc[m][i] = _mm512_setzero_ps();
+  [[maybe_unused]] __m512 d[NP];  // quantized keys: each pair's scales, once per block
   for (int64_t c = 0; c < hd; c += 8) {
+    if constexpr (kQuantRows<Rows>)
+      if (c % kQK == 0)
+#pragma GCC unroll 16
+        for (int i = 0; i < NP; ++i) d[i] = key_pair_scale<Rows>(k[2 * i], k[2 * i + 1], c);
     __m512 qv[MB];
 #pragma GCC unroll 16
     for (int m = 0; m < MB; ++m)
       qv[m] = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps(q[m] + c))));
 #pragma GCC unroll 16
     for (int i = 0; i < NP; ++i) {
-      const __m512 kv = load_key_pair<Rows>(k[2 * i], k[2 * i + 1], c);
+      __m512 kv;
+      if constexpr (kQuantRows<Rows>)
+        kv = quant_key_pair<Rows>(k[2 * i], k[2 * i + 1], c, d[i]);
+      else
+        kv = load_key_pair<Rows>(k[2 * i], k[2 * i + 1], c);
 #pragma GCC unroll 16
       for (int m = 0; m < MB; ++m) acc[m][i] = _mm512_fmadd_ps(qv[m], kv, acc[m][i]);
     }
@@ -457,6 +494,20 @@ inline void pv_block16(float* const* o, const float* alpha, const float* p, cons
     for (int c = 0; c < C16; ++c)
       acc[m][c] = _mm512_mul_ps(_mm512_loadu_ps(o[m] + c0 + 16 * c), _mm512_set1_ps(alpha[m]));
   for (int64_t j = 0; j < jn; ++j) {
+    if constexpr (kQuantRows<Rows> && C16 % 2 == 0) {  // whole blocks (c0: a multiple of 32)
+#pragma GCC unroll 16
+      for (int c = 0; c < C16; c += 2) {
+        __m512 lo, hi;
+        quant_block32<Rows>(v[j], c0 + 16 * c, lo, hi);
+#pragma GCC unroll 16
+        for (int m = 0; m < MB; ++m) {
+          const __m512 pj = _mm512_set1_ps(p[m * T + j]);
+          acc[m][c] = _mm512_fmadd_ps(pj, lo, acc[m][c]);
+          acc[m][c + 1] = _mm512_fmadd_ps(pj, hi, acc[m][c + 1]);
+        }
+      }
+      continue;
+    }
 #pragma GCC unroll 16
     for (int c = 0; c < C16; ++c) {
       const __m512 vv = load16<Rows>(v[j], c0 + 16 * c);
