@@ -106,32 +106,42 @@ struct F16Rows {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * c)));
   }
 };
+// Q8_0 / Q4_0: load = levels * the block's scale (scale: F16C widening, exact like f16_to_f32
+// without its 256 KiB table); kernels that keep a block's scale in a register use levels.
 struct Q8Rows {
-  static __m256 load(const uint8_t* row, int64_t c) {
-    const uint8_t* blk = row + (c / kQK) * static_cast<int64_t>(sizeof(BlockQ8_0));
+  static float scale(const uint8_t* row, int64_t c) {
     uint16_t dbits;
-    std::memcpy(&dbits, blk, 2);
+    std::memcpy(&dbits, row + (c / kQK) * static_cast<int64_t>(sizeof(BlockQ8_0)), 2);
+    return _cvtsh_ss(dbits);
+  }
+  static __m256 levels(const uint8_t* row, int64_t c) {
+    const uint8_t* blk = row + (c / kQK) * static_cast<int64_t>(sizeof(BlockQ8_0));
     const __m128i q8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 2 + c % kQK));
-    // F16C widening of the scale: exact, like f16_to_f32, without its 256 KiB table.
-    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q8)),
-                         _mm256_set1_ps(_cvtsh_ss(dbits)));
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q8));
+  }
+  static __m256 load(const uint8_t* row, int64_t c) {
+    return _mm256_mul_ps(levels(row, c), _mm256_set1_ps(scale(row, c)));
   }
 };
 
 struct Q4Rows {
-  static __m256 load(const uint8_t* row, int64_t c) {
+  static float scale(const uint8_t* row, int64_t c) {
+    uint16_t dbits;
+    std::memcpy(&dbits, row + (c / kQK) * static_cast<int64_t>(sizeof(BlockQ4_0)), 2);
+    return _cvtsh_ss(dbits);
+  }
+  static __m256 levels(const uint8_t* row, int64_t c) {
     const uint8_t* blk = row + (c / kQK) * static_cast<int64_t>(sizeof(BlockQ4_0));
     const int64_t k = c % kQK;  // 0, 8: low nibbles of qs[k..k+7]; 16, 24: high of qs[k-16..]
-    uint16_t dbits;
-    std::memcpy(&dbits, blk, 2);
     __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 2 + k % 16));
     q = _mm_and_si128(k < 16 ? q : _mm_srli_epi16(q, 4), _mm_set1_epi8(0x0F));
-    const __m256i qi = _mm256_sub_epi32(_mm256_cvtepu8_epi32(q), _mm256_set1_epi32(8));
-    return _mm256_mul_ps(_mm256_cvtepi32_ps(qi), _mm256_set1_ps(_cvtsh_ss(dbits)));
+    return _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(q), _mm256_set1_epi32(8)));
+  }
+  static __m256 load(const uint8_t* row, int64_t c) {
+    return _mm256_mul_ps(levels(row, c), _mm256_set1_ps(scale(row, c)));
   }
 };
 
-#if defined(__AVX512F__)
 template <class Rows>
 constexpr bool kQuantRows = std::is_same_v<Rows, Q8Rows> || std::is_same_v<Rows, Q4Rows>;
 
@@ -139,13 +149,35 @@ template <class Rows>
 constexpr size_t kQuantBlockBytes = std::is_same_v<Rows, Q8Rows> ? sizeof(BlockQ8_0)
                                                                  : sizeof(BlockQ4_0);
 
-// The f32 scale of the Q8_0 / Q4_0 block holding column c (exact F16C widening, as Rows::load).
+// Rows::load's four vectors of the block at column c (a multiple of 32) with one scale
+// conversion (and Q4_0's 16 bytes read once): the same q * d products.
 template <class Rows>
-inline float block_scale(const uint8_t* row, int64_t c) {
-  uint16_t dbits;
-  std::memcpy(&dbits, row + (c / kQK) * static_cast<int64_t>(kQuantBlockBytes<Rows>), 2);
-  return _cvtsh_ss(dbits);
+inline void quant_block8x4(const uint8_t* row, int64_t c, __m256 out[4]) {
+  const uint8_t* qs = row + (c / kQK) * static_cast<int64_t>(kQuantBlockBytes<Rows>) + 2;
+  const __m256 d = _mm256_set1_ps(Rows::scale(row, c));
+  __m128i lo, hi;  // levels 0-15 and 16-31, one byte each
+  if constexpr (std::is_same_v<Rows, Q8Rows>) {
+    lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+    hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + 16));
+  } else {
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+    const __m128i m = _mm_set1_epi8(0x0F);
+    lo = _mm_and_si128(q, m);
+    hi = _mm_and_si128(_mm_srli_epi16(q, 4), m);
+  }
+  const __m128i q8[4] = {lo, _mm_unpackhi_epi64(lo, lo), hi, _mm_unpackhi_epi64(hi, hi)};
+#pragma GCC unroll 4
+  for (int u = 0; u < 4; ++u) {
+    __m256i qi;
+    if constexpr (std::is_same_v<Rows, Q8Rows>)
+      qi = _mm256_cvtepi8_epi32(q8[u]);
+    else
+      qi = _mm256_sub_epi32(_mm256_cvtepu8_epi32(q8[u]), _mm256_set1_epi32(8));
+    out[u] = _mm256_mul_ps(_mm256_cvtepi32_ps(qi), d);
+  }
 }
+
+#if defined(__AVX512F__)
 
 // Rows::load's values, 16 at a time (the same q * d products): quant_levels16 the 16 columns
 // from c (a multiple of 16, so one block and scale) of a Q8_0 / Q4_0 row, quant_key_pair
@@ -201,7 +233,7 @@ inline void quant_block32(const uint8_t* row, int64_t c, __m512& lo, __m512& hi)
     a = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_and_si128(q, m)), eight);
     b = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(q, 4), m)), eight);
   }
-  const __m512 d = _mm512_set1_ps(block_scale<Rows>(row, c));
+  const __m512 d = _mm512_set1_ps(Rows::scale(row, c));
   lo = _mm512_mul_ps(_mm512_cvtepi32_ps(a), d);
   hi = _mm512_mul_ps(_mm512_cvtepi32_ps(b), d);
 }
@@ -209,8 +241,8 @@ inline void quant_block32(const uint8_t* row, int64_t c, __m512& lo, __m512& hi)
 // quant_key_pair's d: row a's scale for column c in lanes 0-7, row b's in lanes 8-15.
 template <class Rows>
 inline __m512 key_pair_scale(const uint8_t* a, const uint8_t* b, int64_t c) {
-  return _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(block_scale<Rows>(a, c)),
-                              _mm512_set1_ps(block_scale<Rows>(b, c)));
+  return _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(Rows::scale(a, c)),
+                              _mm512_set1_ps(Rows::scale(b, c)));
 }
 
 // 16 elements at column c of an encoded row: Rows::load's two vectors of 8, in one 512-bit
@@ -223,7 +255,7 @@ inline __m512 load16(const uint8_t* row, int64_t c) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * c)));
   } else if constexpr (kQuantRows<Rows>) {
     // Half a block (c is a multiple of 16): one scale, 16 levels widened at once.
-    return quant_levels16<Rows>(row, c, _mm512_set1_ps(block_scale<Rows>(row, c)));
+    return quant_levels16<Rows>(row, c, _mm512_set1_ps(Rows::scale(row, c)));
   } else {
     const __m256d lo = _mm256_castps_pd(Rows::load(row, c));
     const __m256d hi = _mm256_castps_pd(Rows::load(row, c + 8));
@@ -342,6 +374,7 @@ inline void qk_block(const float* const* q, const uint8_t* const* k, int64_t hd,
   for (int m = 0; m < MB; ++m)
 #pragma GCC unroll 16
     for (int n = 0; n < NB; ++n) acc[m][n] = _mm256_setzero_ps();
+  [[maybe_unused]] __m256 d[NB] = {};  // kKeepScales below
   for (int64_t c = 0; c < hd; c += 8) {
     if constexpr (MB >= 3) {  // keys in registers, queries streamed
       __m256 kv[NB];
@@ -355,12 +388,23 @@ inline void qk_block(const float* const* q, const uint8_t* const* k, int64_t hd,
         for (int n = 0; n < NB; ++n) acc[m][n] = _mm256_fmadd_ps(qv, kv[n], acc[m][n]);
       }
     } else {  // queries in registers, keys streamed
+      // Quantized keys, two query vectors: each key's block scale stays in a register (8
+      // accumulators, 2 queries and 4 scales of 16).
+      constexpr bool kKeepScales = kQuantRows<Rows> && MB == 2;
+      if constexpr (kKeepScales)
+        if (c % kQK == 0)
+#pragma GCC unroll 16
+          for (int n = 0; n < NB; ++n) d[n] = _mm256_set1_ps(Rows::scale(k[n], c));
       __m256 qv[MB];
 #pragma GCC unroll 16
       for (int m = 0; m < MB; ++m) qv[m] = _mm256_loadu_ps(q[m] + c);
 #pragma GCC unroll 16
       for (int n = 0; n < NB; ++n) {
-        const __m256 kv = Rows::load(k[n], c);
+        __m256 kv;
+        if constexpr (kKeepScales)
+          kv = _mm256_mul_ps(Rows::levels(k[n], c), d[n]);
+        else
+          kv = Rows::load(k[n], c);
 #pragma GCC unroll 16
         for (int m = 0; m < MB; ++m) acc[m][n] = _mm256_fmadd_ps(qv[m], kv, acc[m][n]);
       }
@@ -537,6 +581,7 @@ inline void pv_block(float* const* o, const float* alpha, const float* p, const 
 #pragma GCC unroll 16
     for (int c = 0; c < CB; ++c) acc[m][c] = _mm256_mul_ps(_mm256_loadu_ps(o[m] + c0 + 8 * c), a);
   }
+  [[maybe_unused]] const bool whole_blocks = c0 % kQK == 0;
   for (int64_t j = 0; j < jn; ++j) {
     const uint8_t* vj = v[j];
     if constexpr (kVInRegs) {  // V chunks in registers, probabilities streamed
@@ -553,6 +598,21 @@ inline void pv_block(float* const* o, const float* alpha, const float* p, const 
       __m256 pb[MB];
 #pragma GCC unroll 16
       for (int m = 0; m < MB; ++m) pb[m] = _mm256_broadcast_ss(p + m * T + j);
+      if constexpr (kQuantRows<Rows> && CB % 4 == 0) {
+        if (whole_blocks) {  // one scale per block, not per vector
+#pragma GCC unroll 16
+          for (int c = 0; c < CB; c += 4) {
+            __m256 vv[4];
+            quant_block8x4<Rows>(vj, c0 + 8 * c, vv);
+#pragma GCC unroll 16
+            for (int u = 0; u < 4; ++u)
+#pragma GCC unroll 16
+              for (int m = 0; m < MB; ++m)
+                acc[m][c + u] = _mm256_fmadd_ps(pb[m], vv[u], acc[m][c + u]);
+          }
+          continue;
+        }
+      }
 #pragma GCC unroll 16
       for (int c = 0; c < CB; ++c) {
         const __m256 vv = Rows::load(vj, c0 + 8 * c);
