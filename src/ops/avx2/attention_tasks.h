@@ -149,32 +149,33 @@ template <class Rows>
 constexpr size_t kQuantBlockBytes = std::is_same_v<Rows, Q8Rows> ? sizeof(BlockQ8_0)
                                                                  : sizeof(BlockQ4_0);
 
-// Rows::load's four vectors of the block at column c (a multiple of 32) with one scale
-// conversion (and Q4_0's 16 bytes read once): the same q * d products.
+// The 32 levels of the Q8_0 / Q4_0 block holding column c as signed bytes (Q4_0's nibbles minus
+// 8): levels 0-15 in lo, 16-31 in hi.
 template <class Rows>
-inline void quant_block8x4(const uint8_t* row, int64_t c, __m256 out[4]) {
+inline void block_levels(const uint8_t* row, int64_t c, __m128i& lo, __m128i& hi) {
   const uint8_t* qs = row + (c / kQK) * static_cast<int64_t>(kQuantBlockBytes<Rows>) + 2;
-  const __m256 d = _mm256_set1_ps(Rows::scale(row, c));
-  __m128i lo, hi;  // levels 0-15 and 16-31, one byte each
   if constexpr (std::is_same_v<Rows, Q8Rows>) {
     lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
     hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + 16));
   } else {
     const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-    const __m128i m = _mm_set1_epi8(0x0F);
-    lo = _mm_and_si128(q, m);
-    hi = _mm_and_si128(_mm_srli_epi16(q, 4), m);
+    const __m128i m = _mm_set1_epi8(0x0F), eight = _mm_set1_epi8(8);
+    lo = _mm_sub_epi8(_mm_and_si128(q, m), eight);
+    hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), m), eight);
   }
+}
+
+// Rows::load's four vectors of the block at column c (a multiple of 32) with one scale
+// conversion (and Q4_0's 16 bytes read once): the same q * d products.
+template <class Rows>
+inline void quant_block8x4(const uint8_t* row, int64_t c, __m256 out[4]) {
+  __m128i lo, hi;
+  block_levels<Rows>(row, c, lo, hi);
+  const __m256 d = _mm256_set1_ps(Rows::scale(row, c));
   const __m128i q8[4] = {lo, _mm_unpackhi_epi64(lo, lo), hi, _mm_unpackhi_epi64(hi, hi)};
 #pragma GCC unroll 4
-  for (int u = 0; u < 4; ++u) {
-    __m256i qi;
-    if constexpr (std::is_same_v<Rows, Q8Rows>)
-      qi = _mm256_cvtepi8_epi32(q8[u]);
-    else
-      qi = _mm256_sub_epi32(_mm256_cvtepu8_epi32(q8[u]), _mm256_set1_epi32(8));
-    out[u] = _mm256_mul_ps(_mm256_cvtepi32_ps(qi), d);
-  }
+  for (int u = 0; u < 4; ++u)
+    out[u] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q8[u])), d);
 }
 
 #if defined(__AVX512F__)
@@ -184,17 +185,9 @@ inline void quant_block8x4(const uint8_t* row, int64_t c, __m256 out[4]) {
 // columns c .. c + 7 of row a in lanes 0-7 and of row b in lanes 8-15.
 template <class Rows>
 inline __m512 quant_levels16(const uint8_t* row, int64_t c, __m512 d) {
-  const uint8_t* qs = row + (c / kQK) * static_cast<int64_t>(kQuantBlockBytes<Rows>) + 2;
-  const int64_t k = c % kQK;
-  __m512i qi;
-  if constexpr (std::is_same_v<Rows, Q8Rows>) {
-    qi = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + k)));
-  } else {  // k is 0 (low nibbles of qs[0..15]) or 16 (their high nibbles)
-    __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-    q = _mm_and_si128(k < 16 ? q : _mm_srli_epi16(q, 4), _mm_set1_epi8(0x0F));
-    qi = _mm512_sub_epi32(_mm512_cvtepu8_epi32(q), _mm512_set1_epi32(8));
-  }
-  return _mm512_mul_ps(_mm512_cvtepi32_ps(qi), d);
+  __m128i lo, hi;
+  block_levels<Rows>(row, c, lo, hi);
+  return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(c % kQK < 16 ? lo : hi)), d);
 }
 
 template <class Rows>
@@ -220,22 +213,11 @@ inline __m512 quant_key_pair(const uint8_t* a, const uint8_t* b, int64_t c, __m5
 // scale conversion and Q4_0's 16 bytes read once.
 template <class Rows>
 inline void quant_block32(const uint8_t* row, int64_t c, __m512& lo, __m512& hi) {
-  const uint8_t* qs = row + (c / kQK) * static_cast<int64_t>(kQuantBlockBytes<Rows>) + 2;
-  __m512i a, b;
-  if constexpr (std::is_same_v<Rows, Q8Rows>) {
-    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs));
-    a = _mm512_cvtepi8_epi32(_mm256_castsi256_si128(q));
-    b = _mm512_cvtepi8_epi32(_mm256_extracti128_si256(q, 1));
-  } else {
-    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-    const __m128i m = _mm_set1_epi8(0x0F);
-    const __m512i eight = _mm512_set1_epi32(8);
-    a = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_and_si128(q, m)), eight);
-    b = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(q, 4), m)), eight);
-  }
+  __m128i qlo, qhi;
+  block_levels<Rows>(row, c, qlo, qhi);
   const __m512 d = _mm512_set1_ps(Rows::scale(row, c));
-  lo = _mm512_mul_ps(_mm512_cvtepi32_ps(a), d);
-  hi = _mm512_mul_ps(_mm512_cvtepi32_ps(b), d);
+  lo = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(qlo)), d);
+  hi = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(qhi)), d);
 }
 
 // quant_key_pair's d: row a's scale for column c in lanes 0-7, row b's in lanes 8-15.
