@@ -20,6 +20,7 @@
 #include "model/forward.h"
 #include "ops/attention.h"
 #include "ops/cpu_features.h"
+#include "ops/elementwise.h"
 #include "ops/matmul.h"
 #include "ops/region_profile.h"
 #include "tools/compute_peak.h"
@@ -226,7 +227,8 @@ void time_generation(const BenchOptions& o, const Model& model, const ForwardOpt
     for (int64_t i = 0; i < ng; ++i) {
       const int32_t one[1] = {tok};
       std::vector<float> logits = f.eval(one);
-      tok = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+      tok = static_cast<int32_t>(
+          ops::first_max_index(logits.data(), static_cast<int64_t>(logits.size())));
     }
     const double s = std::chrono::duration<double>(Clock::now() - t0).count();
     ops::set_region_profiling(false);

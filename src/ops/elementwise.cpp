@@ -48,6 +48,12 @@ void exp_inplace(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] = std::exp(x[i]);
 }
 
+int64_t first_max_index(const float* x, int64_t n) {
+  if (n <= 1) return 0;
+  if (use_avx2()) return avx2::first_max_index(x, n);
+  return ref::first_max_index(x, n);
+}
+
 void to_f16(const float* src, uint16_t* dst, int64_t n) {
   if (n <= 0) return;
   if (use_avx2()) return avx2::to_f16(src, dst, n);

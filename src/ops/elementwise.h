@@ -33,6 +33,9 @@ void rope(float* heads, int64_t n_heads, int64_t head_dim, int64_t n_rot, const 
 // f32_to_f16 (the SIMD path hands any vector holding a NaN to it, for the same payload).
 void to_f16(const float* src, uint16_t* dst, int64_t n);
 
+// ref::first_max_index (greedy decoding's argmax over a vocabulary's logits), the same index.
+int64_t first_max_index(const float* x, int64_t n);
+
 // x = e^x over n elements (the SIMD kernels' exp: <= 2 ulp; e^-inf = 0, e^+inf = inf).
 void exp_inplace(float* x, int64_t n);
 

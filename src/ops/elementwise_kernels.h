@@ -12,6 +12,7 @@ void silu_mul(float* g, const float* u, int64_t n);
 void rope(float* heads, int64_t n_heads, int64_t head_dim, int64_t n_rot, const float* cos,
           const float* sin, bool neox);
 void exp_inplace(float* x, int64_t n);
+int64_t first_max_index(const float* x, int64_t n);
 void to_f16(const float* src, uint16_t* dst, int64_t n);
 
 }  // namespace hearth::ops::avx2

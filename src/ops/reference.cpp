@@ -19,6 +19,17 @@ float dot(const float* a, const float* b, int64_t n) {
   return s;
 }
 
+int64_t first_max_index(const float* x, int64_t n) {
+  int64_t best = 0;
+  float bv = x[0] != x[0] ? -INFINITY : x[0];
+  for (int64_t i = 1; i < n; ++i)
+    if (x[i] > bv) {
+      bv = x[i];
+      best = i;
+    }
+  return best;
+}
+
 void rmsnorm(const float* x, const float* w, float* y, int64_t n, float eps) {
   double ss = 0.0;
   for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];

@@ -23,6 +23,10 @@ void get_row(const MatrixView& w, int64_t r, float* out);
 
 void softmax(float* x, int64_t n);  // in place, max-subtracted
 
+// Greedy decoding's pick: the first index whose value beats x[0] and every value before it, NaN
+// beating nothing (and an x[0] of NaN counting as -inf); 0 when nothing beats x[0]. n >= 1.
+int64_t first_max_index(const float* x, int64_t n);
+
 inline float silu(float x) {
   return x / (1.0f + std::exp(-x));
 }

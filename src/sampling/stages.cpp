@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ops/elementwise.h"
+
 namespace hearth {
 namespace {
 
@@ -298,16 +300,9 @@ void apply_temperature(Candidates& c, float t, float dynatemp_range, float dynat
 }
 
 int32_t pick_best(Candidates& c) {
-  if (c.dense()) {
+  if (c.dense()) {  // the first best logit, NaN ranked lowest (logit_key), in SIMD passes
     const std::span<const float> v = c.dense_logits();
-    size_t best = 0;
-    float bv = logit_key(v[0]);
-    for (size_t i = 1; i < v.size(); ++i)
-      if (v[i] > bv) {
-        bv = v[i];
-        best = i;
-      }
-    return static_cast<int32_t>(best);
+    return static_cast<int32_t>(ops::first_max_index(v.data(), static_cast<int64_t>(v.size())));
   }
   const auto& it = c.items();
   if (c.sorted()) return it[0].token;

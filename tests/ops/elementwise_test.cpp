@@ -189,6 +189,47 @@ TEST(Elementwise, ToF16MatchesScalarConversionBitForBit) {
   });
 }
 
+// Greedy decoding's argmax: the reference's index for random rows of every tail length, and
+// for the cases its compare-and-branch decides by order: ties, -0 against +0, NaN anywhere (x[0]
+// included), infinities, nothing beating x[0].
+TEST(Elementwise, FirstMaxIndexMatchesReference) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<std::vector<float>> rows;
+  for (int64_t n : kSizes) rows.push_back(random_vec(static_cast<size_t>(n), 40 + n));
+  rows.push_back(random_vec(151936, 7));  // a Qwen vocabulary
+  for (int64_t n : {2, 9, 40, 1001}) {
+    const auto un = static_cast<size_t>(n);
+    std::vector<float> tie(un, 1.0f), zeros(un, 0.0f), all_nan(un, nan), all_low(un, -inf);
+    tie[0] = 0.5f;          // every later value ties at 1
+    zeros[un / 2] = -0.0f;  // +0 and -0 are equal
+    all_low[0] = nan;       // x[0] NaN counts as -inf: nothing beats it
+    rows.insert(rows.end(), {tie, zeros, all_nan, all_low});
+    std::vector<float> r = random_vec(un, 90 + n);
+    r[0] = nan;  // NaN first: the best of the rest wins
+    rows.push_back(r);
+    r[un - 1] = inf;
+    r[un / 2] = nan;
+    rows.push_back(r);
+    std::vector<float> neg = random_vec(un, 95 + n);
+    for (float& v : neg) v = -std::fabs(v) - 1.0f;
+    neg[0] = -0.5f;  // nothing beats x[0]
+    rows.push_back(neg);
+    neg[un - 1] = -0.5f;  // a tie with x[0] does not beat it
+    rows.push_back(neg);
+  }
+  for_each_level([&] {
+    for (const auto& x : rows) {
+      const auto n = static_cast<int64_t>(x.size());
+      ASSERT_EQ(first_max_index(x.data(), n), ref::first_max_index(x.data(), n)) << "n=" << n;
+    }
+  });
+  std::vector<float> at_end(1000, 0.0f);
+  at_end[999] = 1.0f;
+  EXPECT_EQ(first_max_index(at_end.data(), 1000), 999);
+  EXPECT_EQ(first_max_index(at_end.data(), 1), 0);
+}
+
 TEST(Elementwise, RopeMatchesReference) {
   for_each_level([] {
     for (bool neox : {false, true}) {

@@ -142,6 +142,34 @@ void exp_inplace(float* x, int64_t n) {
   }
 }
 
+// Two passes instead of the reference's compare-and-branch per element: the largest value of
+// x[1..n) (vmaxps returns its second operand when the first is NaN, so NaN never wins), then
+// the first index holding it. Ties and zeros: the first value equal to the maximum (-0 == +0)
+// is the one the reference keeps, as it only moves on a strictly larger value.
+int64_t first_max_index(const float* x, int64_t n) {
+  const float x0 = x[0] != x[0] ? -INFINITY : x[0];
+  __m256 m[4];
+  for (auto& v : m) v = _mm256_set1_ps(-INFINITY);
+  int64_t i = 1;
+  for (; i + 32 <= n; i += 32)
+    for (int k = 0; k < 4; ++k) m[k] = _mm256_max_ps(_mm256_loadu_ps(x + i + 8 * k), m[k]);
+  for (; i + 8 <= n; i += 8) m[0] = _mm256_max_ps(_mm256_loadu_ps(x + i), m[0]);
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, _mm256_max_ps(_mm256_max_ps(m[0], m[1]), _mm256_max_ps(m[2], m[3])));
+  float best = -INFINITY;
+  for (float v : lanes) best = v > best ? v : best;
+  for (; i < n; ++i) best = x[i] > best ? x[i] : best;
+  if (!(best > x0)) return 0;
+  const __m256 b = _mm256_set1_ps(best);
+  for (i = 1; i + 8 <= n; i += 8) {
+    const int hits = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), b, _CMP_EQ_OQ));
+    if (hits != 0) return i + __builtin_ctz(static_cast<unsigned>(hits));
+  }
+  for (; i < n; ++i)
+    if (x[i] == best) return i;
+  return 0;  // not reached: best is one of x[1..n)
+}
+
 void rope(float* heads, int64_t n_heads, int64_t head_dim, int64_t n_rot, const float* cos,
           const float* sin, bool neox) {
   const int64_t half = n_rot / 2;
