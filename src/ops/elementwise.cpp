@@ -54,6 +54,15 @@ int64_t first_max_index(const float* x, int64_t n) {
   return ref::first_max_index(x, n);
 }
 
+double sum_exp(const float* x, int64_t n, float shift) {
+  if (n <= 0) return 0.0;
+  if (use_avx2()) return avx2::sum_exp(x, n, shift);
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i)
+    if (x[i] > -INFINITY) sum += static_cast<double>(std::exp(x[i] - shift));
+  return sum;
+}
+
 void to_f16(const float* src, uint16_t* dst, int64_t n) {
   if (n <= 0) return;
   if (use_avx2()) return avx2::to_f16(src, dst, n);

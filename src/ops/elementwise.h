@@ -36,6 +36,10 @@ void to_f16(const float* src, uint16_t* dst, int64_t n);
 // ref::first_max_index (greedy decoding's argmax over a vocabulary's logits), the same index.
 int64_t first_max_index(const float* x, int64_t n);
 
+// The sum of e^(x[i] - shift) over the x[i] above -inf (NaN skipped), accumulated in double
+// (the SIMD kernels' exp: <= 2 ulp per term; the summation order differs from a plain loop's).
+double sum_exp(const float* x, int64_t n, float shift);
+
 // x = e^x over n elements (the SIMD kernels' exp: <= 2 ulp; e^-inf = 0, e^+inf = inf).
 void exp_inplace(float* x, int64_t n);
 

@@ -13,6 +13,7 @@ void rope(float* heads, int64_t n_heads, int64_t head_dim, int64_t n_rot, const 
           const float* sin, bool neox);
 void exp_inplace(float* x, int64_t n);
 int64_t first_max_index(const float* x, int64_t n);
+double sum_exp(const float* x, int64_t n, float shift);
 void to_f16(const float* src, uint16_t* dst, int64_t n);
 
 }  // namespace hearth::ops::avx2

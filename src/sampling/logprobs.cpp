@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ops/elementwise.h"
 #include "sampling/candidates.h"
 
 namespace hearth {
@@ -15,13 +16,11 @@ float logprob_of(float logit, float lse) {
 }  // namespace
 
 float logsumexp(std::span<const float> logits) {
-  float mx = -INFINITY;
-  for (float x : logits) mx = x > mx ? x : mx;
+  if (logits.empty()) return -INFINITY;
+  const auto n = static_cast<int64_t>(logits.size());
+  const float mx = logit_key(logits[static_cast<size_t>(ops::first_max_index(logits.data(), n))]);
   if (mx == -INFINITY) return -INFINITY;
-  double sum = 0.0;
-  for (float x : logits)
-    if (x > -INFINITY) sum += static_cast<double>(std::exp(x - mx));  // skips NaN too
-  return mx + static_cast<float>(std::log(sum));
+  return mx + static_cast<float>(std::log(ops::sum_exp(logits.data(), n, mx)));
 }
 
 void top_logprobs(std::span<const float> logits, float lse, size_t n,

@@ -230,6 +230,32 @@ TEST(Elementwise, FirstMaxIndexMatchesReference) {
   EXPECT_EQ(first_max_index(at_end.data(), 1), 0);
 }
 
+// log-softmax's denominator: e^(x - shift) summed over the values above -inf, within the exp's
+// 2 ulp of a long double sum (relative), NaN and -inf contributing nothing, on every level.
+TEST(Elementwise, SumExpMatchesLongDoubleSum) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  for_each_level([&] {
+    for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{8}, int64_t{9}, int64_t{100}, int64_t{4099},
+                      int64_t{151936}}) {
+      std::vector<float> x = random_vec(static_cast<size_t>(n), 60 + n);
+      for (float& v : x) v *= 8.0f;  // logits spread over e^-16 .. e^16
+      if (n > 2) {
+        x[1] = nan;
+        x[static_cast<size_t>(n) - 1] = -inf;
+      }
+      const float shift = 3.0f;
+      long double want = 0;
+      for (float v : x)
+        if (v > -inf) want += std::exp(static_cast<long double>(v) - shift);
+      const double got = sum_exp(x.data(), n, shift);
+      EXPECT_NEAR(got, static_cast<double>(want), 3e-7 * static_cast<double>(want)) << "n=" << n;
+    }
+    std::vector<float> none = {-inf, nan, -inf};
+    EXPECT_EQ(sum_exp(none.data(), 3, 0.0f), 0.0);
+  });
+}
+
 TEST(Elementwise, RopeMatchesReference) {
   for_each_level([] {
     for (bool neox : {false, true}) {

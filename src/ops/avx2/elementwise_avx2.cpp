@@ -170,6 +170,25 @@ int64_t first_max_index(const float* x, int64_t n) {
   return 0;  // not reached: best is one of x[1..n)
 }
 
+double sum_exp(const float* x, int64_t n, float shift) {
+  const __m256 s = _mm256_set1_ps(shift), low = _mm256_set1_ps(-INFINITY);
+  __m256d acc[2] = {_mm256_setzero_pd(), _mm256_setzero_pd()};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    const __m256 keep = _mm256_cmp_ps(v, low, _CMP_GT_OQ);  // false for -inf and NaN
+    const __m256 e = _mm256_and_ps(exp_ps(_mm256_sub_ps(v, s)), keep);
+    acc[0] = _mm256_add_pd(acc[0], _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+    acc[1] = _mm256_add_pd(acc[1], _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+  }
+  alignas(32) double lanes[4];
+  _mm256_store_pd(lanes, _mm256_add_pd(acc[0], acc[1]));
+  double sum = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+  for (; i < n; ++i)
+    if (x[i] > -INFINITY) sum += static_cast<double>(std::exp(x[i] - shift));
+  return sum;
+}
+
 void rope(float* heads, int64_t n_heads, int64_t head_dim, int64_t n_rot, const float* cos,
           const float* sin, bool neox) {
   const int64_t half = n_rot / 2;
