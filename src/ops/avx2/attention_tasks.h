@@ -106,54 +106,51 @@ struct F16Rows {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * c)));
   }
 };
-// Q8_0 / Q4_0: load = levels * the block's scale (scale: F16C widening, exact like f16_to_f32
-// without its 256 KiB table); kernels that keep a block's scale in a register use levels.
-struct Q8Rows {
+// Q8_0 / Q4_0 rows: load = levels * the block's scale (scale: F16C widening, exact like
+// f16_to_f32 without its 256 KiB table); kernels that keep a block's scale in a register use
+// levels.
+template <class Self, size_t kBytes>
+struct QuantRows {
+  static constexpr size_t kBlockBytes = kBytes;
+  // The block holding column c; its levels start 2 bytes in, after the f16 scale.
+  static const uint8_t* block(const uint8_t* row, int64_t c) {
+    return row + (c / kQK) * static_cast<int64_t>(kBytes);
+  }
   static float scale(const uint8_t* row, int64_t c) {
     uint16_t dbits;
-    std::memcpy(&dbits, row + (c / kQK) * static_cast<int64_t>(sizeof(BlockQ8_0)), 2);
+    std::memcpy(&dbits, block(row, c), 2);
     return _cvtsh_ss(dbits);
   }
-  static __m256 levels(const uint8_t* row, int64_t c) {
-    const uint8_t* blk = row + (c / kQK) * static_cast<int64_t>(sizeof(BlockQ8_0));
-    const __m128i q8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 2 + c % kQK));
-    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q8));
-  }
   static __m256 load(const uint8_t* row, int64_t c) {
-    return _mm256_mul_ps(levels(row, c), _mm256_set1_ps(scale(row, c)));
+    return _mm256_mul_ps(Self::levels(row, c), _mm256_set1_ps(scale(row, c)));
   }
 };
 
-struct Q4Rows {
-  static float scale(const uint8_t* row, int64_t c) {
-    uint16_t dbits;
-    std::memcpy(&dbits, row + (c / kQK) * static_cast<int64_t>(sizeof(BlockQ4_0)), 2);
-    return _cvtsh_ss(dbits);
-  }
+struct Q8Rows : QuantRows<Q8Rows, sizeof(BlockQ8_0)> {
   static __m256 levels(const uint8_t* row, int64_t c) {
-    const uint8_t* blk = row + (c / kQK) * static_cast<int64_t>(sizeof(BlockQ4_0));
+    const __m128i q8 =
+        _mm_loadl_epi64(reinterpret_cast<const __m128i*>(block(row, c) + 2 + c % kQK));
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q8));
+  }
+};
+
+struct Q4Rows : QuantRows<Q4Rows, sizeof(BlockQ4_0)> {
+  static __m256 levels(const uint8_t* row, int64_t c) {
     const int64_t k = c % kQK;  // 0, 8: low nibbles of qs[k..k+7]; 16, 24: high of qs[k-16..]
-    __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 2 + k % 16));
+    __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(block(row, c) + 2 + k % 16));
     q = _mm_and_si128(k < 16 ? q : _mm_srli_epi16(q, 4), _mm_set1_epi8(0x0F));
     return _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(q), _mm256_set1_epi32(8)));
-  }
-  static __m256 load(const uint8_t* row, int64_t c) {
-    return _mm256_mul_ps(levels(row, c), _mm256_set1_ps(scale(row, c)));
   }
 };
 
 template <class Rows>
 constexpr bool kQuantRows = std::is_same_v<Rows, Q8Rows> || std::is_same_v<Rows, Q4Rows>;
 
-template <class Rows>
-constexpr size_t kQuantBlockBytes = std::is_same_v<Rows, Q8Rows> ? sizeof(BlockQ8_0)
-                                                                 : sizeof(BlockQ4_0);
-
 // The 32 levels of the Q8_0 / Q4_0 block holding column c as signed bytes (Q4_0's nibbles minus
 // 8): levels 0-15 in lo, 16-31 in hi.
 template <class Rows>
 inline void block_levels(const uint8_t* row, int64_t c, __m128i& lo, __m128i& hi) {
-  const uint8_t* qs = row + (c / kQK) * static_cast<int64_t>(kQuantBlockBytes<Rows>) + 2;
+  const uint8_t* qs = Rows::block(row, c) + 2;
   if constexpr (std::is_same_v<Rows, Q8Rows>) {
     lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
     hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + 16));
@@ -184,24 +181,26 @@ inline void quant_block8x4(const uint8_t* row, int64_t c, __m256 out[4]) {
 // from c (a multiple of 16, so one block and scale) of a Q8_0 / Q4_0 row, quant_key_pair
 // columns c .. c + 7 of row a in lanes 0-7 and of row b in lanes 8-15.
 template <class Rows>
-inline __m512 quant_levels16(const uint8_t* row, int64_t c, __m512 d) {
+inline __m512 quant_levels16(const uint8_t* row, int64_t c) {
   __m128i lo, hi;
   block_levels<Rows>(row, c, lo, hi);
+  const __m512 d = _mm512_set1_ps(Rows::scale(row, c));
   return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(c % kQK < 16 ? lo : hi)), d);
 }
 
 template <class Rows>
 inline __m512 quant_key_pair(const uint8_t* a, const uint8_t* b, int64_t c, __m512 d) {
-  const int64_t off = (c / kQK) * static_cast<int64_t>(kQuantBlockBytes<Rows>) + 2;
+  const uint8_t* qa8 = Rows::block(a, c) + 2;  // the two rows' levels
+  const uint8_t* qb8 = Rows::block(b, c) + 2;
   const int64_t k = c % kQK;
   __m512i qi;
   if constexpr (std::is_same_v<Rows, Q8Rows>) {
-    const __m128i qa = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(a + off + k));
-    const __m128i qb = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + off + k));
+    const __m128i qa = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(qa8 + k));
+    const __m128i qb = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(qb8 + k));
     qi = _mm512_cvtepi8_epi32(_mm_unpacklo_epi64(qa, qb));
   } else {  // 0, 8: low nibbles of qs[k..k+7]; 16, 24: high of qs[k-16..]
-    const __m128i qa = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(a + off + k % 16));
-    const __m128i qb = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + off + k % 16));
+    const __m128i qa = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(qa8 + k % 16));
+    const __m128i qb = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(qb8 + k % 16));
     __m128i q = _mm_unpacklo_epi64(qa, qb);
     q = _mm_and_si128(k < 16 ? q : _mm_srli_epi16(q, 4), _mm_set1_epi8(0x0F));
     qi = _mm512_sub_epi32(_mm512_cvtepu8_epi32(q), _mm512_set1_epi32(8));
@@ -237,7 +236,7 @@ inline __m512 load16(const uint8_t* row, int64_t c) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * c)));
   } else if constexpr (kQuantRows<Rows>) {
     // Half a block (c is a multiple of 16): one scale, 16 levels widened at once.
-    return quant_levels16<Rows>(row, c, _mm512_set1_ps(Rows::scale(row, c)));
+    return quant_levels16<Rows>(row, c);
   } else {
     const __m256d lo = _mm256_castps_pd(Rows::load(row, c));
     const __m256d hi = _mm256_castps_pd(Rows::load(row, c + 8));
