@@ -4,7 +4,8 @@
 // decode streams from memory rather than from cache.
 //
 //   attention_bench [-t threads] [--layers N] [--ctx 4096] [--shape qwen3|llama1b] [--type f16]
-//                   [--head-major] [-r reps] [--quick (no pool/bandwidth probes)]
+//                   [--token-major] [--block-tokens 32 (0: one block per layer)] [-r reps]
+//                   [--quick (no pool/bandwidth probes)]
 //                   [--only decode|prefill]
 #include <algorithm>
 #include <atomic>
@@ -23,6 +24,7 @@
 #include "ops/thread_pool.h"
 #include "quant/types.h"
 #include "tools/membw.h"
+#include "util/anonymous_memory.h"
 
 using namespace hearth;
 using namespace hearth::ops;
@@ -39,43 +41,55 @@ struct Shape {
   int64_t n_head, n_kv_head, head_dim, n_layer;
 };
 
-// One layer's KV: a single contiguous block per layer (a paged pool reads the same bytes).
-struct LayerKv {
-  std::vector<uint8_t> k, v;
-  const uint8_t* kp[1];
-  const uint8_t* vp[1];
-  KvSeqView view;
+// Every layer's KV as the engine's pool holds it (model/kv_arena.h): blocks of block_tokens
+// tokens (0: one block of all of them), each holding every layer's K then V block back to back,
+// in one huge-page mapping - so a layer's blocks sit a whole layer stack apart and the TLB and
+// prefetchers see what they see in a model.
+struct KvStack {
+  AnonymousMemory memory;
+  std::vector<std::vector<const uint8_t*>> k, v;  // [layer][block]
+  std::vector<KvSeqView> views;                   // [layer]
 };
 
-std::vector<LayerKv> make_kv(const Shape& s, TensorType type, int64_t n_layers, int64_t n_tokens,
-                             bool head_major) {
-  std::vector<LayerKv> layers(static_cast<size_t>(n_layers));
+KvStack make_kv(const Shape& s, TensorType type, int64_t n_layers, int64_t n_tokens,
+                bool head_major, int64_t block_tokens) {
+  KvLayout lay;
+  lay.type = type;
+  lay.n_kv_head = s.n_kv_head;
+  lay.head_dim = s.head_dim;
+  lay.block_tokens = block_tokens > 0 ? block_tokens : n_tokens;
+  lay.head_major = head_major;
+  const int64_t n_blocks = (n_tokens + lay.block_tokens - 1) / lay.block_tokens;
+  const size_t bb = lay.block_bytes(), layer_stride = 2 * bb;
+  const size_t block_stride = layer_stride * static_cast<size_t>(n_layers);
+  KvStack st;
+  st.memory = AnonymousMemory::accounted(block_stride * static_cast<size_t>(n_blocks), "kv");
+  st.k.assign(static_cast<size_t>(n_layers), {});
+  st.v.assign(static_cast<size_t>(n_layers), {});
+  for (int64_t l = 0; l < n_layers; ++l)
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      const uint8_t* kb = st.memory.data() + static_cast<size_t>(b) * block_stride +
+                          static_cast<size_t>(l) * layer_stride;
+      st.k[static_cast<size_t>(l)].push_back(kb);
+      st.v[static_cast<size_t>(l)].push_back(kb + bb);
+    }
   std::mt19937 rng(1);
   std::normal_distribution<float> d(0.0f, 1.0f);
   std::vector<float> row(static_cast<size_t>(s.n_kv_head * s.head_dim));
-  for (auto& L : layers) {
-    KvLayout lay;
-    lay.type = type;
-    lay.n_kv_head = s.n_kv_head;
-    lay.head_dim = s.head_dim;
-    lay.block_tokens = n_tokens;
-    lay.head_major = head_major;
-    L.k.resize(lay.block_bytes());
-    L.v.resize(lay.block_bytes());
+  for (int64_t l = 0; l < n_layers; ++l) {
+    const auto& k = st.k[static_cast<size_t>(l)];
+    const auto& v = st.v[static_cast<size_t>(l)];
     for (int64_t t = 0; t < n_tokens; ++t) {
+      const auto b = static_cast<size_t>(t / lay.block_tokens);
+      const int64_t slot = t % lay.block_tokens;
       for (auto& x : row) x = d(rng);
-      kv_store_token(lay, row.data(), L.k.data(), t);
+      kv_store_token(lay, row.data(), const_cast<uint8_t*>(k[b]), slot);
       for (auto& x : row) x = d(rng);
-      kv_store_token(lay, row.data(), L.v.data(), t);
+      kv_store_token(lay, row.data(), const_cast<uint8_t*>(v[b]), slot);
     }
-    L.kp[0] = L.k.data();
-    L.vp[0] = L.v.data();
-    L.view.layout = lay;
-    L.view.k_blocks = L.kp;
-    L.view.v_blocks = L.vp;
-    L.view.n_tokens = n_tokens;
+    st.views.push_back({lay, k.data(), v.data(), n_tokens});
   }
-  return layers;
+  return st;
 }
 
 // Thread-pool fork-join round trip with 2 threads: a region of 2 tasks that each wait for the
@@ -139,7 +153,8 @@ double attention_flops(const Shape& s, int64_t n_q, int64_t pos0) {
 
 int main(int argc, char** argv) {
   int threads = 2, reps = 15;
-  bool head_major = false, quick = false;
+  bool head_major = true, quick = false;  // head-major: as the engine lays out its KV
+  int64_t block_tokens = 32;  // the engine's default (--kv-block-tokens)
   std::string only;
   int64_t ctx = 4096, layers = 28;
   std::string shape_name = "qwen3", type_name_arg = "all";
@@ -156,8 +171,10 @@ int main(int argc, char** argv) {
       shape_name = next();
     else if (a == "--type")
       type_name_arg = next();
-    else if (a == "--head-major")
-      head_major = true;
+    else if (a == "--block-tokens")
+      block_tokens = std::atoll(next().c_str());
+    else if (a == "--token-major")
+      head_major = false;
     else if (a == "-r")
       reps = std::atoi(next().c_str());
     else if (a == "--quick")
@@ -167,7 +184,8 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "usage: %s [-t N] [-r reps] [--ctx N] [--layers N] [--shape qwen3|llama1b] "
-                   "[--type f32|f16|q8_0|q4_0|all] [--head-major] [--quick] [--only "
+                   "[--type f32|f16|q8_0|q4_0|all] [--token-major] [--block-tokens N (0: one block)] "
+                   "[--quick] [--only "
                    "decode|prefill]\n",
                    argv[0]);
       return 2;
@@ -208,7 +226,7 @@ int main(int argc, char** argv) {
   for (TensorType type : types) {
     // Decode: one query at position ctx over ctx+1 cached tokens, every layer in turn.
     if (only.empty() || only == "decode") {
-      auto kv = make_kv(shape, type, layers, ctx + 1, head_major);
+      auto kv = make_kv(shape, type, layers, ctx + 1, head_major, block_tokens);
       std::vector<float> q(static_cast<size_t>(shape.n_head * shape.head_dim));
       for (auto& x : q) x = d(rng);
       std::vector<float> out(q.size());
@@ -220,11 +238,11 @@ int main(int argc, char** argv) {
       a.scale = scale;
       a.out = out.data();
       const double bytes_per_layer =
-          2.0 * static_cast<double>(ctx + 1) * static_cast<double>(kv[0].view.layout.token_bytes());
+          2.0 * static_cast<double>(ctx + 1) * static_cast<double>(kv.views[0].layout.token_bytes());
       double best = 1e30;
       for (int rep = 0; rep < reps; ++rep) {
         const auto t0 = Clock::now();
-        for (auto& L : kv) attention(a, L.view, pool);
+        for (const KvSeqView& view : kv.views) attention(a, view, pool);
         best = std::min(best, seconds_since(t0));
       }
       const double per_layer = best / static_cast<double>(layers);
@@ -242,7 +260,7 @@ int main(int argc, char** argv) {
     if (only.empty() || only == "prefill") {
       const int64_t n_new = 90, prefix = 1100;
       const int64_t pl = std::min<int64_t>(layers, 4);
-      auto kv = make_kv(shape, type, pl, prefix + n_new, head_major);
+      auto kv = make_kv(shape, type, pl, prefix + n_new, head_major, block_tokens);
       std::vector<float> q(static_cast<size_t>(n_new * shape.n_head * shape.head_dim));
       for (auto& x : q) x = d(rng);
       std::vector<float> out(q.size());
@@ -259,7 +277,7 @@ int main(int argc, char** argv) {
         double best = 1e30;
         for (int rep = 0; rep < reps; ++rep) {
           const auto t0 = Clock::now();
-          for (auto& L : kv) attention(a, L.view, pool);
+          for (const KvSeqView& view : kv.views) attention(a, view, pool);
           best = std::min(best, seconds_since(t0));
         }
         times[k] = best / static_cast<double>(pl);
