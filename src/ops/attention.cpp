@@ -4,6 +4,7 @@
 #include "ops/attention.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <span>
@@ -243,6 +244,23 @@ bool attention_uses_avx512() {
 
 }  // namespace
 
+namespace {
+std::atomic<int> g_key_pairs{-1};  // -1: not decided yet
+}  // namespace
+
+bool attention_key_pairs() {
+  int k = g_key_pairs.load(std::memory_order_relaxed);
+  if (k < 0) {
+    k = cpu_features().avxvnni ? 1 : 0;
+    g_key_pairs.store(k, std::memory_order_relaxed);
+  }
+  return k == 1;
+}
+
+void set_attention_key_pairs(bool pairs) {
+  g_key_pairs.store(pairs ? 1 : 0, std::memory_order_relaxed);
+}
+
 const char* attention_kernel_name() {  // the branch attention() takes per task
   if (use_avx2()) return attention_uses_avx512() ? "avx512" : "avx2";
   return "scalar";
@@ -273,6 +291,8 @@ void attention_batch(std::span<const AttentionArgs> a, std::span<const KvSeqView
   simd = simd_level() >= SimdLevel::Avx2;
   zmm = attention_uses_avx512();
 #endif
+  const bool pairs = zmm && attention_key_pairs();
+  for (detail::AttnTask& t : tasks) t.key_pairs = pairs;
   const std::vector<detail::AttnTask>& list = tasks;  // the workers see their own thread_locals
   pool.parallel_for(static_cast<int64_t>(list.size()), [&](int64_t i, int) {
     const detail::AttnTask& t = list[static_cast<size_t>(i)];

@@ -86,8 +86,17 @@ struct AttentionArgs {
 // query row) therefore uses at most n_kv_head threads.
 void attention(const AttentionArgs& a, const KvSeqView& kv, ThreadPool& pool);
 
-// The kernel attention() runs at the current level: "avx2" or "scalar".
+// The kernel attention() runs at the current level: "avx512", "avx2" or "scalar".
 const char* attention_kernel_name();
+
+// Decode scores in the AVX-512 build: two keys' 8-lane chains per 512-bit vector (which halves
+// the FMA instructions where 512-bit FMAs run at full width) or one key per 256-bit vector
+// (Zen 4 splits 512-bit operations in two, so pairing costs a lane insert per vector and saves
+// nothing: F16 decode at ctx 2048 from memory read 35.5-36 GB/s paired against 38-40 unpaired).
+// Paired on CPUs that also have AVX-VNNI (Zen 5, Intel since Sapphire Rapids), unpaired on the
+// others (Zen 4, Ice Lake); the same bits either way. set_attention_key_pairs is for tests.
+bool attention_key_pairs();
+void set_attention_key_pairs(bool pairs);
 
 // attention() for several sequences (a[i] over kv[i]) as one parallel region: a step of many
 // sequences pays one hand-off per layer, not one per sequence. Same results as attention().

@@ -47,7 +47,8 @@ struct AttnTask {
   float* out = nullptr;
   int64_t row_stride = 0;
   float scale = 1.0f;
-  int64_t window = 0;  // AttentionArgs::window
+  int64_t window = 0;      // AttentionArgs::window
+  bool key_pairs = false;  // attention_key_pairs(): decode scores two keys per 512-bit vector
 
   // First position query row r sees, and the first tile a task of these rows visits.
   int64_t first_pos(int64_t r) const {

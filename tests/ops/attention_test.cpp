@@ -502,6 +502,7 @@ TEST(Attention, Avx512BuildIsBitIdenticalToAvx2) {
       !test::vnni_encodings().back())
     GTEST_SKIP() << "no AVX-512";
   ThreadPool pool(2);
+  const bool pairs_before = attention_key_pairs();
   struct Shape {
     int64_t hd, n_kv, n_head, n_q, pos0;
   };
@@ -521,9 +522,13 @@ TEST(Attention, Avx512BuildIsBitIdenticalToAvx2) {
       set_simd_level(SimdLevel::Avx2Vnni);
       set_vnni_evex(true);
       ASSERT_STREQ(attention_kernel_name(), "avx512");
-      const auto b = run_fused(cache, q, sh.n_head, sh.n_q, sh.pos0, 0.07f, pool);
-      ASSERT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0)
-          << type_name(t) << " head_dim " << sh.hd << " n_q " << sh.n_q;
+      for (const bool pairs : {false, true}) {  // decode scores one or two keys per vector
+        set_attention_key_pairs(pairs);
+        const auto b = run_fused(cache, q, sh.n_head, sh.n_q, sh.pos0, 0.07f, pool);
+        ASSERT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0)
+            << type_name(t) << " head_dim " << sh.hd << " n_q " << sh.n_q << " key pairs " << pairs;
+      }
+      set_attention_key_pairs(pairs_before);
     }
 }
 

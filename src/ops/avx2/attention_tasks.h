@@ -500,19 +500,21 @@ inline void qk_block16(const float* const* q, const uint8_t* const* k, int64_t h
 #endif
 
 // Scores of MB query vectors against keys [0, jn) (k padded with valid rows up to the tile's
-// end; the extra scores are discarded by the caller), prefetching the next tile's rows as it
-// goes.
+// end; the extra scores are discarded by the caller), prefetching the next tile's K rows as it
+// goes; in the AVX-512 build two keys per vector where key_pairs (attention_key_pairs()).
 template <class Rows, int MB>
 inline void qk_rows(const float* const* q, const uint8_t* const* k, int64_t jn, int64_t hd,
-                    float scale, float* s, TilePrefetch& pf) {
+                    float scale, float* s, TilePrefetch& pf, [[maybe_unused]] bool key_pairs) {
 #if defined(__AVX512F__)
   if constexpr (MB <= 2) {
-    constexpr int NB = 16 / MB;
-    for (int64_t n = 0; n < jn; n += NB) {
-      qk_block16<Rows, MB, NB>(q, k + n, hd, scale, s + n);
-      pf.keys_upto(n + NB);
+    if (key_pairs) {
+      constexpr int NB = 16 / MB;
+      for (int64_t n = 0; n < jn; n += NB) {
+        qk_block16<Rows, MB, NB>(q, k + n, hd, scale, s + n);
+        pf.keys_upto(n + NB);
+      }
+      return;
     }
-    return;
   }
 #endif
   constexpr int NB = MB >= 3 ? 2 : 8 / MB;
@@ -1011,7 +1013,7 @@ void run_direct(const AttnTask& t) {
     const int64_t m_end = std::max(m_begin, t.end_row(j0) * G);  // windows starting later skip it
     auto first = [&](int64_t m) { return t.first_pos(m / G) - j0; };
     for_blocks<kMaxMb>(m_begin, m_end, [&](auto mb, int64_t m) {
-      qk_rows<Rows, decltype(mb)::value>(&qp[m], krow, jn, hd, t.scale, s + m * T, pf);
+      qk_rows<Rows, decltype(mb)::value>(&qp[m], krow, jn, hd, t.scale, s + m * T, pf, t.key_pairs);
     });
     pf.keys_upto(T);
     softmax_rows(
