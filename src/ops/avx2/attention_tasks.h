@@ -268,6 +268,7 @@ inline void tile_rows(const AttnTask& t, int64_t j0, int64_t n, const uint8_t** 
   const int64_t bt = kv.layout.block_tokens;
   int64_t b = j0 / bt, slot = j0 % bt;
   const int64_t first = t.first_pos(0);  // rows before it: the zero row (attention_kernels.h)
+  if (n <= 0) return;                    // no tile (past the end): its block may not exist
   if (j0 >= first && slot + n <= bt) {   // the usual tile: one block, rows a fixed stride apart
     const size_t stride = t.head_major ? t.head_bytes : t.token_bytes;
     const size_t off = t.head_major ? static_cast<size_t>(t.kv_head * bt + slot) * t.head_bytes
