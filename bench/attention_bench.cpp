@@ -64,28 +64,28 @@ KvStack make_kv(const Shape& s, TensorType type, int64_t n_layers, int64_t n_tok
   const size_t block_stride = layer_stride * static_cast<size_t>(n_layers);
   KvStack st;
   st.memory = AnonymousMemory::accounted(block_stride * static_cast<size_t>(n_blocks), "kv");
-  st.k.assign(static_cast<size_t>(n_layers), {});
-  st.v.assign(static_cast<size_t>(n_layers), {});
-  for (int64_t l = 0; l < n_layers; ++l)
-    for (int64_t b = 0; b < n_blocks; ++b) {
-      const uint8_t* kb = st.memory.data() + static_cast<size_t>(b) * block_stride +
-                          static_cast<size_t>(l) * layer_stride;
-      st.k[static_cast<size_t>(l)].push_back(kb);
-      st.v[static_cast<size_t>(l)].push_back(kb + bb);
-    }
+  auto block = [&](int64_t b, int64_t l) {  // layer l's K block of block b; its V block follows
+    return st.memory.data() + static_cast<size_t>(b) * block_stride +
+           static_cast<size_t>(l) * layer_stride;
+  };
   std::mt19937 rng(1);
   std::normal_distribution<float> d(0.0f, 1.0f);
   std::vector<float> row(static_cast<size_t>(s.n_kv_head * s.head_dim));
+  st.k.assign(static_cast<size_t>(n_layers), {});
+  st.v.assign(static_cast<size_t>(n_layers), {});
   for (int64_t l = 0; l < n_layers; ++l) {
-    const auto& k = st.k[static_cast<size_t>(l)];
-    const auto& v = st.v[static_cast<size_t>(l)];
     for (int64_t t = 0; t < n_tokens; ++t) {
-      const auto b = static_cast<size_t>(t / lay.block_tokens);
-      const int64_t slot = t % lay.block_tokens;
+      uint8_t* kb = block(t / lay.block_tokens, l);
       for (auto& x : row) x = d(rng);
-      kv_store_token(lay, row.data(), const_cast<uint8_t*>(k[b]), slot);
+      kv_store_token(lay, row.data(), kb, t % lay.block_tokens);
       for (auto& x : row) x = d(rng);
-      kv_store_token(lay, row.data(), const_cast<uint8_t*>(v[b]), slot);
+      kv_store_token(lay, row.data(), kb + bb, t % lay.block_tokens);
+    }
+    auto& k = st.k[static_cast<size_t>(l)];
+    auto& v = st.v[static_cast<size_t>(l)];
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      k.push_back(block(b, l));
+      v.push_back(block(b, l) + bb);
     }
     st.views.push_back({lay, k.data(), v.data(), n_tokens});
   }
@@ -154,7 +154,7 @@ double attention_flops(const Shape& s, int64_t n_q, int64_t pos0) {
 int main(int argc, char** argv) {
   int threads = 2, reps = 15;
   bool head_major = true, quick = false;  // head-major: as the engine lays out its KV
-  int64_t block_tokens = 32;  // the engine's default (--kv-block-tokens)
+  int64_t block_tokens = 32;              // the engine's default (--kv-block-tokens)
   std::string only;
   int64_t ctx = 4096, layers = 28;
   std::string shape_name = "qwen3", type_name_arg = "all";
@@ -182,12 +182,13 @@ int main(int argc, char** argv) {
     else if (a == "--only")
       only = next();
     else {
-      std::fprintf(stderr,
-                   "usage: %s [-t N] [-r reps] [--ctx N] [--layers N] [--shape qwen3|llama1b] "
-                   "[--type f32|f16|q8_0|q4_0|all] [--token-major] [--block-tokens N (0: one block)] "
-                   "[--quick] [--only "
-                   "decode|prefill]\n",
-                   argv[0]);
+      std::fprintf(
+          stderr,
+          "usage: %s [-t N] [-r reps] [--ctx N] [--layers N] [--shape qwen3|llama1b] "
+          "[--type f32|f16|q8_0|q4_0|all] [--token-major] [--block-tokens N (0: one block)] "
+          "[--quick] [--only "
+          "decode|prefill]\n",
+          argv[0]);
       return 2;
     }
   }
@@ -237,8 +238,8 @@ int main(int argc, char** argv) {
       a.pos0 = ctx;
       a.scale = scale;
       a.out = out.data();
-      const double bytes_per_layer =
-          2.0 * static_cast<double>(ctx + 1) * static_cast<double>(kv.views[0].layout.token_bytes());
+      const double bytes_per_layer = 2.0 * static_cast<double>(ctx + 1) *
+                                     static_cast<double>(kv.views[0].layout.token_bytes());
       double best = 1e30;
       for (int rep = 0; rep < reps; ++rep) {
         const auto t0 = Clock::now();

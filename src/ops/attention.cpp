@@ -242,10 +242,8 @@ bool attention_uses_avx512() {
   return simd_level() >= SimdLevel::Avx2Vnni && vnni_evex();
 }
 
-}  // namespace
+std::atomic<int> g_key_pairs{-1};  // attention_key_pairs(); -1: not decided yet
 
-namespace {
-std::atomic<int> g_key_pairs{-1};  // -1: not decided yet
 }  // namespace
 
 bool attention_key_pairs() {

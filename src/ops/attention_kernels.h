@@ -71,14 +71,19 @@ struct AttnTask {
 inline constexpr size_t kZeroRowBytes = 16384;
 alignas(64) inline constexpr uint8_t kZeroRow[kZeroRowBytes] = {};
 
-// Encoded row of KV head `head` at absolute position `pos` in one of the view's block lists.
+// kv_row_offset (ops/attention.h) of the task's head at a block slot, from its cached sizes.
+inline size_t task_row_offset(const AttnTask& t, int64_t slot) {
+  return t.head_major
+             ? static_cast<size_t>(t.kv_head * t.kv->layout.block_tokens + slot) * t.head_bytes
+             : static_cast<size_t>(slot) * t.token_bytes +
+                   static_cast<size_t>(t.kv_head) * t.head_bytes;
+}
+
+// Encoded row of the task's KV head at absolute position `pos` in one of the view's block lists.
 inline const uint8_t* kv_row(const AttnTask& t, const uint8_t* const* blocks, int64_t pos) {
   if (pos < t.first_pos(0)) return kZeroRow;
-  const int64_t bt = t.kv->layout.block_tokens, slot = pos % bt;
-  return blocks[pos / bt] + (t.head_major
-                                 ? static_cast<size_t>(t.kv_head * bt + slot) * t.head_bytes
-                                 : static_cast<size_t>(slot) * t.token_bytes +
-                                       static_cast<size_t>(t.kv_head) * t.head_bytes);
+  const int64_t bt = t.kv->layout.block_tokens;
+  return blocks[pos / bt] + task_row_offset(t, pos % bt);
 }
 
 // The online-softmax state of a task's M query vectors, laid out at `p` in scratch memory:

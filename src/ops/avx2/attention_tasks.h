@@ -261,44 +261,29 @@ inline void prefetch_row(const uint8_t* row, int64_t bytes) {
   _mm_prefetch(p + bytes - 1, _MM_HINT_T1);
 }
 
-// Encoded K and V rows of positions [j0, j0 + n) of the task's head (one division per tile).
+// Encoded K and V rows of positions [j0, j0 + n) of the task's head: one offset per block the
+// tile touches, then a stride (no block is looked at for an empty tile past the end).
 inline void tile_rows(const AttnTask& t, int64_t j0, int64_t n, const uint8_t** k,
                       const uint8_t** v) {
   const KvSeqView& kv = *t.kv;
   const int64_t bt = kv.layout.block_tokens;
-  int64_t b = j0 / bt, slot = j0 % bt;
   const int64_t first = t.first_pos(0);  // rows before it: the zero row (attention_kernels.h)
-  if (n <= 0) return;                    // no tile (past the end): its block may not exist
-  if (j0 >= first && slot + n <= bt) {   // the usual tile: one block, rows a fixed stride apart
-    const size_t stride = t.head_major ? t.head_bytes : t.token_bytes;
-    const size_t off = t.head_major ? static_cast<size_t>(t.kv_head * bt + slot) * t.head_bytes
-                                    : static_cast<size_t>(slot) * t.token_bytes +
-                                          static_cast<size_t>(t.kv_head) * t.head_bytes;
-    const uint8_t* kb = kv.k_blocks[b] + off;
-    const uint8_t* vb = kv.v_blocks[b] + off;
-    for (int64_t i = 0; i < n; ++i) {
-      k[i] = kb + static_cast<size_t>(i) * stride;
-      v[i] = vb + static_cast<size_t>(i) * stride;
-    }
-    return;
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    if (j0 + i < first) {
+  const size_t stride = t.head_major ? t.head_bytes : t.token_bytes;  // from one slot to the next
+  for (int64_t i = 0; i < n;) {
+    const int64_t pos = j0 + i;
+    if (pos < first) {
       k[i] = v[i] = kZeroRow;
-      if (++slot == bt) {
-        slot = 0;
-        ++b;
-      }
+      ++i;
       continue;
     }
-    const size_t off = t.head_major ? static_cast<size_t>(t.kv_head * bt + slot) * t.head_bytes
-                                    : static_cast<size_t>(slot) * t.token_bytes +
-                                          static_cast<size_t>(t.kv_head) * t.head_bytes;
-    k[i] = kv.k_blocks[b] + off;
-    v[i] = kv.v_blocks[b] + off;
-    if (++slot == bt) {
-      slot = 0;
-      ++b;
+    // The rows up to the end of pos's block (usually the whole tile): a fixed stride apart.
+    const int64_t slot = pos % bt, run = std::min(n - i, bt - slot);
+    const size_t off = task_row_offset(t, slot);
+    const uint8_t* kr = kv.k_blocks[pos / bt] + off;
+    const uint8_t* vr = kv.v_blocks[pos / bt] + off;
+    for (const int64_t end = i + run; i < end; ++i, kr += stride, vr += stride) {
+      k[i] = kr;
+      v[i] = vr;
     }
   }
 }
