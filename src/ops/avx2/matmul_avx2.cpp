@@ -784,24 +784,76 @@ MM_INLINE uint16_t scale_to_f16_up(float d) {
   return h;
 }
 
-void quantize_q8_0_row(const float* x, int64_t n, int8_t* qs, float* d, int16_t* sums) {
-  for (int64_t b = 0; b < n / 32; ++b) {
-    const float* p = x + 32 * b;
-    const __m256 v0 = _mm256_loadu_ps(p), v1 = _mm256_loadu_ps(p + 8), v2 = _mm256_loadu_ps(p + 16),
-                 v3 = _mm256_loadu_ps(p + 24);
+// Eight blocks' f16 scales at once: scale_to_f16_up on each lane of d (d >= 0), as f16 bits.
+// Branch-free: the per-block version's round-up test mispredicts about every other block, and
+// its chain (hmax, divide, convert and back, divide) then runs one block at a time.
+MM_INLINE __m128i scales_to_f16_up(__m256 d) {
+  const __m128i h =
+      _mm256_cvtps_ph(_mm256_min_ps(d, _mm256_set1_ps(65504.0f)), _MM_FROUND_TO_NEAREST_INT);
+  const __m256 lost = _mm256_cmp_ps(_mm256_cvtph_ps(h), d, _CMP_LT_OQ);
+  const __m128i lost16 = _mm_packs_epi32(_mm256_castsi256_si128(_mm256_castps_si256(lost)),
+                                         _mm256_extracti128_si256(_mm256_castps_si256(lost), 1));
+  const __m128i below_max =
+      _mm_cmplt_epi16(_mm_and_si128(h, _mm_set1_epi16(0x7fff)), _mm_set1_epi16(0x7bff));
+  return _mm_sub_epi16(h, _mm_and_si128(lost16, below_max));  // +1 where both hold
+}
+
+// One block's 32 values, its amax and, once the scale is known, its quants and their sum.
+struct Q8Block {
+  __m256 v0, v1, v2, v3;
+  void load(const float* p) {
+    v0 = _mm256_loadu_ps(p);
+    v1 = _mm256_loadu_ps(p + 8);
+    v2 = _mm256_loadu_ps(p + 16);
+    v3 = _mm256_loadu_ps(p + 24);
+  }
+  float amax() const {  // vmaxps returns its second operand for NaN: NaNs are skipped
     __m256 m = _mm256_max_ps(abs_ps(v0), _mm256_setzero_ps());
     m = _mm256_max_ps(abs_ps(v1), m);
     m = _mm256_max_ps(abs_ps(v2), m);
     m = _mm256_max_ps(abs_ps(v3), m);
-    const float amax = hmax(m);
-    const float dq = h2f(scale_to_f16_up(amax / 127.0f));
-    const __m256 id = _mm256_set1_ps(dq != 0.0f ? 1.0f / dq : 0.0f);
+    return hmax(m);
+  }
+  void store(__m256 id, int8_t* qs, int16_t* sum) const {
     const __m256i i0 = quant8(v0, id), i1 = quant8(v1, id), i2 = quant8(v2, id),
                   i3 = quant8(v3, id);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + 32 * b), pack32(i0, i1, i2, i3));
-    d[b] = dq;
-    sums[b] = static_cast<int16_t>(
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs), pack32(i0, i1, i2, i3));
+    *sum = static_cast<int16_t>(
         hsum_i32(_mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3))));
+  }
+};
+
+// Blocks [b0, b0 + 8): amaxes, then the eight scales as one vector.
+void quantize_q8_0_blocks8(const float* x, int64_t b0, int8_t* qs, float* d, int16_t* sums) {
+  alignas(32) float amax[8];
+  for (int k = 0; k < 8; ++k) {
+    Q8Block blk;
+    blk.load(x + 32 * (b0 + k));
+    amax[k] = blk.amax();
+  }
+  const __m256 dq = _mm256_cvtph_ps(
+      scales_to_f16_up(_mm256_div_ps(_mm256_load_ps(amax), _mm256_set1_ps(127.0f))));
+  _mm256_storeu_ps(d + b0, dq);
+  const __m256 nonzero = _mm256_cmp_ps(dq, _mm256_setzero_ps(), _CMP_NEQ_OQ);
+  alignas(32) float id[8];
+  _mm256_store_ps(id, _mm256_and_ps(_mm256_div_ps(_mm256_set1_ps(1.0f), dq), nonzero));
+  for (int k = 0; k < 8; ++k) {
+    Q8Block blk;
+    blk.load(x + 32 * (b0 + k));
+    blk.store(_mm256_set1_ps(id[k]), qs + 32 * (b0 + k), sums + b0 + k);
+  }
+}
+
+void quantize_q8_0_row(const float* x, int64_t n, int8_t* qs, float* d, int16_t* sums) {
+  const int64_t nb = n / 32;
+  int64_t b = 0;
+  for (; b + 8 <= nb; b += 8) quantize_q8_0_blocks8(x, b, qs, d, sums);
+  for (; b < nb; ++b) {
+    Q8Block blk;
+    blk.load(x + 32 * b);
+    const float dq = h2f(scale_to_f16_up(blk.amax() / 127.0f));
+    d[b] = dq;
+    blk.store(_mm256_set1_ps(dq != 0.0f ? 1.0f / dq : 0.0f), qs + 32 * b, sums + b);
   }
 }
 
