@@ -15,6 +15,7 @@
 #include "ops/elementwise.h"
 #include "ops/reference.h"
 #include "ops/region_profile.h"
+#include "ops/share_split.h"
 #include "quant/dequantize.h"
 #include "quant/quantize.h"
 #include "util/error.h"
@@ -291,8 +292,17 @@ void attention_batch(std::span<const AttentionArgs> a, std::span<const KvSeqView
 #endif
   const bool pairs = zmm && attention_key_pairs();
   for (detail::AttnTask& t : tasks) t.key_pairs = pairs;
+  // Decode (every task on the direct path): contiguous runs of tasks per thread
+  // (parallel_shares), so the task after this one in the list is the one this thread most likely
+  // runs next, and its first tile is prefetched during this one's last (AttnTask::next) instead
+  // of each task starting on a cold stream. Qwen3-0.6B Q4_0 decode, 2 threads, Zen 4, tokens
+  // alternated between the two ways in one run: depth 256-2,048 0.99-1.11x tok/s, median 1.03x.
+  bool direct = true;
+  for (const detail::AttnTask& t : tasks) direct = direct && detail::direct_task(t);
+  if (direct)
+    for (size_t i = 0; i + 1 < tasks.size(); ++i) tasks[i].next = &tasks[i + 1];
   const std::vector<detail::AttnTask>& list = tasks;  // the workers see their own thread_locals
-  pool.parallel_for(static_cast<int64_t>(list.size()), [&](int64_t i, int) {
+  auto run = [&](int64_t i, int) {
     const detail::AttnTask& t = list[static_cast<size_t>(i)];
     if (zmm && t.head_dim % 8 == 0) {
       detail::avx512::attention_task(t);
@@ -301,7 +311,11 @@ void attention_batch(std::span<const AttentionArgs> a, std::span<const KvSeqView
     } else {
       detail::attention_task_scalar(t);
     }
-  });
+  };
+  if (direct)
+    parallel_shares(pool, static_cast<int64_t>(list.size()), run);
+  else
+    pool.parallel_for(static_cast<int64_t>(list.size()), run);
 }
 
 }  // namespace hearth::ops

@@ -49,6 +49,9 @@ struct AttnTask {
   float scale = 1.0f;
   int64_t window = 0;      // AttentionArgs::window
   bool key_pairs = false;  // attention_key_pairs(): decode scores two keys per 512-bit vector
+  // The task this thread most likely runs next (attention_batch's split), or null: the direct
+  // path prefetches its first tile during this task's last one.
+  const AttnTask* next = nullptr;
 
   // First position query row r sees, and the first tile a task of these rows visits.
   int64_t first_pos(int64_t r) const {
@@ -61,6 +64,13 @@ struct AttnTask {
                       : n_rows;
   }
 };
+
+// Tasks with few query vectors take the direct path (kernels read the encoded rows in place);
+// the others decode each K/V tile once for all their rows.
+inline constexpr int64_t kAttnDirectMaxVectors = 6;
+inline bool direct_task(const AttnTask& t) {
+  return t.n_rows * t.group <= kAttnDirectMaxVectors;
+}
 
 // Rows before a task's first visible position (first_pos(0): the window's start for its first
 // row) are read from this zero row, never from their blocks: tiles start at 32-aligned

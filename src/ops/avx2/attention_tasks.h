@@ -989,8 +989,13 @@ void run_direct(const AttnTask& t) {
   for (int64_t j0 = t.first_tile(); j0 <= p_last; j0 += T) {
     const int64_t jn = tile_len(j0);
     tile_rows(t, j0, jn, krow, vrow);
-    const int64_t n_pf = tile_len(j0 + kPrefetchTiles * T);
+    int64_t n_pf = tile_len(j0 + kPrefetchTiles * T);
     tile_rows(t, j0 + kPrefetchTiles * T, n_pf, kpf, vpf);
+    if (n_pf == 0 && t.next != nullptr) {  // the last tile: prefetch the next task's first
+      const AttnTask& nt = *t.next;
+      n_pf = std::clamp<int64_t>(nt.pos_first + nt.n_rows - nt.first_tile(), 0, T);
+      tile_rows(nt, nt.first_tile(), n_pf, kpf, vpf);
+    }
     TilePrefetch pf{kpf, vpf, n_pf, hb};
     for (int64_t j = jn; j < T; ++j) krow[j] = krow[0];  // padding, scores discarded
 
@@ -1146,7 +1151,8 @@ void run_tiled(const AttnTask& t) {
 // The task for one KV type: direct for few query vectors, tile-decoded otherwise.
 template <class Rows>
 void run_typed(const AttnTask& t) {
-  if (t.n_rows * t.group > kMaxMb) return run_tiled<Rows>(t);
+  static_assert(kAttnDirectMaxVectors == kMaxMb, "the direct path blocks all its vectors at once");
+  if (!direct_task(t)) return run_tiled<Rows>(t);
   return run_direct<Rows>(t);
 }
 
