@@ -151,7 +151,7 @@ void attention_task_scalar(const AttnTask& t) {
 
   const int64_t p_last = t.pos_first + t.n_rows - 1;
   for (int64_t j0 = t.first_tile(); j0 <= p_last; j0 += T) {
-    const int64_t jn = std::min(T, p_last + 1 - j0);
+    const int64_t jn = t.tile_len(j0);
     for (int64_t j = 0; j < jn; ++j)
       dequantize_row(type, kv_row(t, kv.k_blocks, j0 + j), kt + j * hd, hd);
     const int64_t r_begin = std::max<int64_t>(0, j0 - t.pos_first);

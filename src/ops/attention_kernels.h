@@ -58,6 +58,10 @@ struct AttnTask {
     return window > 0 ? std::max<int64_t>(0, pos_first + r - window + 1) : 0;
   }
   int64_t first_tile() const { return first_pos(0) / kAttnTile * kAttnTile; }
+  // Positions of the tile at j0 that some row sees (0 past the task's last position).
+  int64_t tile_len(int64_t j0) const {
+    return std::clamp<int64_t>(pos_first + n_rows - j0, 0, kAttnTile);
+  }
   // Rows [0, end_row(j0)) see some position of the tile at j0 (the others start after it).
   int64_t end_row(int64_t j0) const {
     return window > 0 ? std::clamp<int64_t>(j0 + kAttnTile + window - 1 - pos_first, 0, n_rows)

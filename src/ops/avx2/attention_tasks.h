@@ -289,14 +289,12 @@ inline void tile_rows(const AttnTask& t, int64_t j0, int64_t n, const uint8_t** 
 }
 
 // Prefetches the K and V rows of the first kPrefetchTiles tiles (the loop then keeps that many
-// tiles ahead); tile_len(j0) is the number of valid rows of the tile at j0.
-template <class TileLen>
-inline void prefetch_first_tiles(const AttnTask& t, TileLen&& tile_len, const uint8_t** kpf,
-                                 const uint8_t** vpf) {
+// tiles ahead).
+inline void prefetch_first_tiles(const AttnTask& t, const uint8_t** kpf, const uint8_t** vpf) {
   const auto hb = static_cast<int64_t>(t.head_bytes);
   for (int64_t i = 0; i < kPrefetchTiles; ++i) {
     const int64_t j0 = t.first_tile() + i * T;
-    const int64_t n = tile_len(j0);
+    const int64_t n = t.tile_len(j0);
     tile_rows(t, j0, n, kpf, vpf);
     for (int64_t j = 0; j < n; ++j) {
       prefetch_row(kpf[j], hb);
@@ -984,16 +982,15 @@ void run_direct(const AttnTask& t) {
   const uint8_t* vpf[T];
   const int64_t p_last = t.pos_first + t.n_rows - 1;
   const auto hb = static_cast<int64_t>(t.head_bytes);
-  auto tile_len = [&](int64_t j0) { return std::clamp<int64_t>(p_last + 1 - j0, 0, T); };
-  prefetch_first_tiles(t, tile_len, kpf, vpf);
+  prefetch_first_tiles(t, kpf, vpf);
   for (int64_t j0 = t.first_tile(); j0 <= p_last; j0 += T) {
-    const int64_t jn = tile_len(j0);
+    const int64_t jn = t.tile_len(j0);
     tile_rows(t, j0, jn, krow, vrow);
-    int64_t n_pf = tile_len(j0 + kPrefetchTiles * T);
+    int64_t n_pf = t.tile_len(j0 + kPrefetchTiles * T);
     tile_rows(t, j0 + kPrefetchTiles * T, n_pf, kpf, vpf);
     if (n_pf == 0 && t.next != nullptr) {  // the last tile: prefetch the next task's first
       const AttnTask& nt = *t.next;
-      n_pf = std::clamp<int64_t>(nt.pos_first + nt.n_rows - nt.first_tile(), 0, T);
+      n_pf = nt.tile_len(nt.first_tile());
       tile_rows(nt, nt.first_tile(), n_pf, kpf, vpf);
     }
     TilePrefetch pf{kpf, vpf, n_pf, hb};
@@ -1095,12 +1092,11 @@ void run_tiled(const AttnTask& t) {
   const uint8_t* vpf[T];
   const int64_t p_last = t.pos_first + t.n_rows - 1;
   const auto hb = static_cast<int64_t>(t.head_bytes);
-  auto tile_len = [&](int64_t j0) { return std::clamp<int64_t>(p_last + 1 - j0, 0, T); };
-  prefetch_first_tiles(t, tile_len, kpf, vpf);
+  prefetch_first_tiles(t, kpf, vpf);
   for (int64_t j0 = t.first_tile(); j0 <= p_last; j0 += T) {
-    const int64_t jn = tile_len(j0);
+    const int64_t jn = t.tile_len(j0);
     tile_rows(t, j0, jn, krow, vsrc);
-    const int64_t n_pf = tile_len(j0 + kPrefetchTiles * T);
+    const int64_t n_pf = t.tile_len(j0 + kPrefetchTiles * T);
     tile_rows(t, j0 + kPrefetchTiles * T, n_pf, kpf, vpf);
     for (int64_t j = 0; j < n_pf; ++j) prefetch_row(kpf[j], hb);
 

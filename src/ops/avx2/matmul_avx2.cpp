@@ -773,20 +773,9 @@ MM_INLINE __m256i pack32(__m256i i0, __m256i i1, __m256i i2, __m256i i3) {
   return _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
-// quant's scale_to_f16_up for d >= 0: round to nearest f16, then one step up if that lost
-// magnitude (saturating at the largest finite f16).
-MM_INLINE uint16_t scale_to_f16_up(float d) {
-  if (d == 0.0f) return 0;
-  const float c = std::min(d, 65504.0f);
-  auto h = static_cast<uint16_t>(
-      _mm_extract_epi16(_mm_cvtps_ph(_mm_set_ss(c), _MM_FROUND_TO_NEAREST_INT), 0));
-  if (h2f(h) < d && (h & 0x7fff) < 0x7bff) ++h;
-  return h;
-}
-
-// Eight blocks' f16 scales at once: scale_to_f16_up on each lane of d (d >= 0), as f16 bits.
-// Branch-free: the per-block version's round-up test mispredicts about every other block, and
-// its chain (hmax, divide, convert and back, divide) then runs one block at a time.
+// Eight blocks' f16 scales at once: quant's scale_to_f16_up on each lane of d (d >= 0), as f16
+// bits. Branch-free: a per-block round-up test mispredicts about every other block, and the
+// chain (hmax, divide, convert and back, divide) then runs one block at a time.
 MM_INLINE __m128i scales_to_f16_up(__m256 d) {
   const __m128i h =
       _mm256_cvtps_ph(_mm256_min_ps(d, _mm256_set1_ps(65504.0f)), _MM_FROUND_TO_NEAREST_INT);
@@ -823,21 +812,24 @@ struct Q8Block {
   }
 };
 
-// Blocks [b0, b0 + 8): amaxes, then the eight scales as one vector.
-void quantize_q8_0_blocks8(const float* x, int64_t b0, int8_t* qs, float* d, int16_t* sums) {
-  alignas(32) float amax[8];
-  for (int k = 0; k < 8; ++k) {
+// Blocks [b0, b0 + n), n <= 8: amaxes, then their scales as one vector (unused lanes: 0).
+MM_INLINE void quantize_q8_0_blocks(const float* x, int64_t b0, int n, int8_t* qs, float* d,
+                                    int16_t* sums) {
+  alignas(32) float amax[8] = {};
+  for (int k = 0; k < n; ++k) {
     Q8Block blk;
     blk.load(x + 32 * (b0 + k));
     amax[k] = blk.amax();
   }
   const __m256 dq = _mm256_cvtph_ps(
       scales_to_f16_up(_mm256_div_ps(_mm256_load_ps(amax), _mm256_set1_ps(127.0f))));
-  _mm256_storeu_ps(d + b0, dq);
   const __m256 nonzero = _mm256_cmp_ps(dq, _mm256_setzero_ps(), _CMP_NEQ_OQ);
+  const __m256i lanes =
+      _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  _mm256_maskstore_ps(d + b0, lanes, dq);
   alignas(32) float id[8];
   _mm256_store_ps(id, _mm256_and_ps(_mm256_div_ps(_mm256_set1_ps(1.0f), dq), nonzero));
-  for (int k = 0; k < 8; ++k) {
+  for (int k = 0; k < n; ++k) {
     Q8Block blk;
     blk.load(x + 32 * (b0 + k));
     blk.store(_mm256_set1_ps(id[k]), qs + 32 * (b0 + k), sums + b0 + k);
@@ -847,14 +839,8 @@ void quantize_q8_0_blocks8(const float* x, int64_t b0, int8_t* qs, float* d, int
 void quantize_q8_0_row(const float* x, int64_t n, int8_t* qs, float* d, int16_t* sums) {
   const int64_t nb = n / 32;
   int64_t b = 0;
-  for (; b + 8 <= nb; b += 8) quantize_q8_0_blocks8(x, b, qs, d, sums);
-  for (; b < nb; ++b) {
-    Q8Block blk;
-    blk.load(x + 32 * b);
-    const float dq = h2f(scale_to_f16_up(blk.amax() / 127.0f));
-    d[b] = dq;
-    blk.store(_mm256_set1_ps(dq != 0.0f ? 1.0f / dq : 0.0f), qs + 32 * b, sums + b);
-  }
+  for (; b + 8 <= nb; b += 8) quantize_q8_0_blocks(x, b, 8, qs, d, sums);  // unrolled: n constant
+  if (b < nb) quantize_q8_0_blocks(x, b, static_cast<int>(nb - b), qs, d, sums);
 }
 
 void quantize_q8_k_row(const float* x, int64_t n, int8_t* qs, float* d, int16_t* bsums) {
