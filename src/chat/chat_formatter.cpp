@@ -1,6 +1,7 @@
 #include "chat/chat_formatter.h"
 
 #include "util/error.h"
+#include "util/json_depth.h"
 #include "util/log.h"
 
 namespace hearth::chat {
@@ -61,7 +62,7 @@ json normalize_message(const json& m, const std::string& where) {
         if (c.contains("function") && c["function"].is_object()) {
           json& args = c["function"]["arguments"];
           // OpenAI sends arguments as a JSON string; templates expect an object.
-          if (args.is_string()) {
+          if (args.is_string() && json_depth_ok(args.get_ref<const std::string&>())) {
             json parsed = json::parse(args.get<std::string>(), nullptr, false);
             if (!parsed.is_discarded() && parsed.is_object()) args = std::move(parsed);
           }

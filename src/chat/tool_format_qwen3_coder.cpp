@@ -18,6 +18,7 @@
 #include <map>
 
 #include "chat/tool_parsers.h"
+#include "util/json_depth.h"
 
 namespace hearth::chat::tools {
 namespace {
@@ -66,7 +67,7 @@ class ParameterTypes {
 ordered_json typed_value(std::string_view raw, bool is_text) {
   if (raw.starts_with('\n')) raw.remove_prefix(1);
   if (raw.ends_with('\n')) raw.remove_suffix(1);
-  if (!is_text) {
+  if (!is_text && json_depth_ok(raw)) {
     ordered_json v = ordered_json::parse(raw, nullptr, /*allow_exceptions=*/false);
     if (!v.is_discarded()) return v;
   }

@@ -1,6 +1,7 @@
 #include <algorithm>
 
 #include "chat/tool_parsers.h"
+#include "util/json_depth.h"
 
 namespace hearth::chat::tools {
 
@@ -13,6 +14,7 @@ std::string_view trim(std::string_view s) {
 }
 
 std::optional<json> parse_json(std::string_view text) {
+  if (!json_depth_ok(text)) return std::nullopt;  // util/json_depth.h: walks recurse per level
   json v = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (v.is_discarded()) return std::nullopt;
   return v;

@@ -11,6 +11,7 @@
 #include "server/sampler_params_json.h"
 #include "server/tool_params.h"
 #include "util/error.h"
+#include "util/json_depth.h"
 
 namespace hearth::server {
 
@@ -203,6 +204,10 @@ void parse_openai_max_tokens(const json& b, ParsedRequest& r) {
 }  // namespace
 
 json parse_json_body(const std::string& body) {
+  if (!json_depth_ok(body))
+    throw ApiError(
+        400, fmt::format("the body nests arrays and objects deeper than {} levels", kMaxJsonDepth),
+        "invalid_request_error", "body", "invalid_json");
   json j;
   try {
     j = json::parse(body);

@@ -26,6 +26,24 @@ TEST(ChatFormatter, NormalisesOpenAiMessages) {
   EXPECT_EQ(out[3]["tool_call_id"], "c1");
 }
 
+// Arguments sent as a JSON string nested past the depth limit stay a string: parsing them into
+// an object would hand the template a value its walks recurse through once per level.
+TEST(ChatFormatter, DeeplyNestedArgumentStringsStayStrings) {
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  json in = json::array();
+  in.push_back({{"role", "user"}, {"content", "hi"}});
+  in.push_back(
+      {{"role", "assistant"},
+       {"content", nullptr},
+       {"tool_calls", json::array({{{"id", "c1"},
+                                    {"type", "function"},
+                                    {"function", {{"name", "f"}, {"arguments", deep}}}}})}});
+  const json out = normalize_messages(in);
+  EXPECT_TRUE(out[1]["tool_calls"][0]["function"]["arguments"].is_string());
+  const ChatFormatter f(std::nullopt, "", "");
+  EXPECT_NO_THROW(f.format(in, nullptr, true, nullptr, {}));
+}
+
 TEST(ChatFormatter, BadMessagesNameTheField) {
   auto msg = [](const char* j) {
     try {

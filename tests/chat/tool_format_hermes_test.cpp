@@ -6,6 +6,7 @@ namespace hearth::chat {
 namespace {
 
 using testing::parse_every_split;
+using testing::parse_whole;
 
 constexpr ToolFormat kF = ToolFormat::Hermes;
 
@@ -51,6 +52,22 @@ TEST(HermesToolCalls, ArgumentsAsAString) {
       kF, "<tool_call>{\"name\": \"f\", \"arguments\": \"{\\\"q\\\": 1}\"}</tool_call>");
   ASSERT_EQ(d.calls.size(), 1u);
   EXPECT_EQ(d.calls[0].arguments, R"({"q":1})");
+}
+
+// A model (or a client's history) writing arguments nested 100,000 deep: past the JSON depth
+// limit (util/json_depth.h) the call is not parsed, so nothing recurses over it; it stays text.
+TEST(HermesToolCalls, ArgumentsNestedPastTheDepthLimitAreText) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  const std::string reply =
+      "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": " + deep + "}}\n</tool_call>";
+  const ToolDelta d = parse_whole(kF, reply);
+  EXPECT_TRUE(d.calls.empty());
+  EXPECT_EQ(d.content, reply);
+  // Within the limit, the same shape is a call.
+  const std::string ok = std::string(50, '[') + std::string(50, ']');
+  const ToolDelta fine = parse_whole(
+      kF, "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": " + ok + "}}\n</tool_call>");
+  ASSERT_EQ(fine.calls.size(), 1u);
 }
 
 TEST(HermesToolCalls, MalformedCallIsContent) {
