@@ -89,7 +89,21 @@ void parse_sampling(const json& b, SamplingSpec& s, bool llama_names) {
     s.repeat_last_n = static_cast<int32_t>(in_range("repeat_last_n", *v, -1, 1 << 20));
 }
 
+// OpenAI fields hearth accepts and does not use: still refused when of the wrong type, as
+// OpenAI refuses them (a client bug should not pass silently).
+void check_ignored_fields(const json& b) {
+  get_string(b, "user");
+  get_string(b, "service_tier");
+  get_bool(b, "store");
+  if (const json* m = field(b, "metadata")) {
+    if (!m->is_object()) wrong_type("metadata", "an object", *m);
+    for (const auto& [key, value] : m->items())
+      if (!value.is_string()) wrong_type("metadata." + key.substr(0, 64), "a string", value);
+  }
+}
+
 void parse_common(const json& b, ParsedRequest& r) {
+  check_ignored_fields(b);
   if (auto m = get_string(b, "model")) r.model = *m;
   if (auto v = get_bool(b, "stream")) r.stream = *v;
   if (const json* so = field(b, "stream_options")) {
@@ -137,6 +151,41 @@ std::string content_text(const json& content, const std::string& where) {
   return text;
 }
 
+// An assistant message's tool_calls, as OpenAI checks them: each {"id": string, "type":
+// "function", "function": {"name": string, "arguments": string}}. `id` and `type` may be left
+// out (llama-server's clients do); arguments may also be an object (templates take objects).
+void check_tool_calls(const json& calls, const std::string& where) {
+  if (calls.is_null()) return;
+  if (!calls.is_array()) wrong_type(where, "an array", calls);
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const std::string at = fmt::format("{}[{}]", where, i);
+    const json& c = calls[i];
+    if (!c.is_object()) wrong_type(at, "an object", c);
+    get_string(c, "id", at + ".id");
+    if (auto t = get_string(c, "type", at + ".type"); t && *t != "function")
+      bad_param(at + ".type",
+                fmt::format("'{}.type' must be 'function', got '{}'", at, t->substr(0, 80)));
+    const json& f = required_object(c, "function", at + ".function");
+    const json& name = required(f, "name", at + ".function.name");
+    if (!name.is_string() || name.get_ref<const std::string&>().empty())
+      wrong_type(at + ".function.name", "a non-empty string", name);
+    if (const json* a = field(f, "arguments"); a && !a->is_string() && !a->is_object())
+      wrong_type(at + ".function.arguments", "a string (JSON text) or an object", *a);
+  }
+}
+
+// What a message may carry beside role and content; other keys pass through to the template.
+void check_message_fields(const json& m, const std::string& role, const std::string& where) {
+  get_string(m, "name", where + ".name");
+  get_string(m, "tool_call_id", where + ".tool_call_id");
+  get_string(m, "reasoning_content", where + ".reasoning_content");
+  if (const json* calls = field(m, "tool_calls")) {
+    if (role != "assistant")
+      bad_param(where + ".tool_calls", "only assistant messages may carry 'tool_calls'");
+    check_tool_calls(*calls, where + ".tool_calls");
+  }
+}
+
 std::vector<ChatMessage> parse_messages(const json& b) {
   const json* v = field(b, "messages");
   if (!v) bad_param("messages", "'messages' is required", "missing_required_parameter");
@@ -161,6 +210,7 @@ std::vector<ChatMessage> parse_messages(const json& b) {
     if (c == m.end() && !(msg.role == "assistant" && m.contains("tool_calls")))
       bad_param(where + ".content", "each message needs 'content'", "missing_required_parameter");
     if (c != m.end()) msg.content = content_text(*c, where + ".content");
+    check_message_fields(m, msg.role, where);
     msg.extra = json::object();
     for (auto it = m.begin(); it != m.end(); ++it)
       if (it.key() != "role" && it.key() != "content") msg.extra[it.key()] = it.value();
@@ -238,6 +288,8 @@ ParsedRequest parse_chat_request(const json& b) {
   if (auto v = get_bool(b, "add_generation_prompt")) r.add_generation_prompt = *v;
   if (const json* v = field(b, "chat_template_kwargs")) {
     if (!v->is_object()) wrong_type("chat_template_kwargs", "an object", *v);
+    // The one kwarg hearth itself reads (reasoning on or off); the rest are the template's.
+    get_bool(*v, "enable_thinking", "chat_template_kwargs.enable_thinking");
     r.chat_template_kwargs = nlohmann::ordered_json::parse(v->dump());
   }
   r.tool_use = check_tools(b);

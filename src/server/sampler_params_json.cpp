@@ -95,7 +95,8 @@ std::vector<LogitBias> read_logit_bias(const json& v, const VocabAccess& vocab) 
       int64_t id = 0;
       const char* end = key.data() + key.size();
       auto [ptr, ec] = std::from_chars(key.data(), end, id);
-      if (ec == std::errc() && ptr == end && !key.empty()) {
+      if (ptr == end && !key.empty()) {  // all digits: a token id, however large
+        if (ec != std::errc()) fail("logit_bias: token id {} is out of range", key.substr(0, 40));
         add_bias(out, id, bias, vocab);
       } else {
         add_text_bias(out, key, bias, vocab);

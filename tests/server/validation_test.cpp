@@ -164,6 +164,76 @@ TEST_F(Validation, WellFormedToolFieldsAreAccepted) {
   }
 }
 
+// Message shapes and fields hearth does not use are still checked as OpenAI checks them: a
+// client bug gets a 400 naming the field, not a reply built from half of what it sent.
+TEST_F(Validation, MalformedMessagesAndIgnoredFieldsAre400NamingTheField) {
+  const json user = {{"role", "user"}, {"content", "Hi"}};
+  const auto with_assistant = [&](json calls) {
+    json a = {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", std::move(calls)}};
+    return json{{"messages", json::array({user, a, user})}};
+  };
+  const json call = {
+      {"id", "c1"}, {"type", "function"}, {"function", {{"name", "f"}, {"arguments", "{}"}}}};
+  struct Case {
+    json extra;
+    std::string param;
+  };
+  const std::vector<Case> cases = {
+      {with_assistant(json::array({5})), "messages[1].tool_calls[0]"},
+      {with_assistant("call"), "messages[1].tool_calls"},
+      {with_assistant(json::array({{{"function", "f"}}})), "messages[1].tool_calls[0].function"},
+      {with_assistant(json::array({{{"type", "function"}}})), "messages[1].tool_calls[0].function"},
+      {with_assistant(json::array({{{"function", {{"name", 7}}}}})),
+       "messages[1].tool_calls[0].function.name"},
+      {with_assistant(json::array({{{"function", {{"name", ""}}}}})),
+       "messages[1].tool_calls[0].function.name"},
+      {with_assistant(json::array({{{"function", {{"name", "f"}, {"arguments", 3}}}}})),
+       "messages[1].tool_calls[0].function.arguments"},
+      {with_assistant(json::array({{{"id", 1}, {"function", {{"name", "f"}}}}})),
+       "messages[1].tool_calls[0].id"},
+      {with_assistant(json::array({{{"type", "tool"}, {"function", {{"name", "f"}}}}})),
+       "messages[1].tool_calls[0].type"},
+      {with_assistant(json::array({call, {{"function", {{"name", 1}}}}})),
+       "messages[1].tool_calls[1].function.name"},
+      {{{"messages",
+         json::array({user, {{"role", "tool"}, {"content", "42"}, {"tool_call_id", 7}}})}},
+       "messages[1].tool_call_id"},
+      {{{"messages", json::array({{{"role", "user"}, {"content", "Hi"}, {"name", 3}}})}},
+       "messages[0].name"},
+      {{{"messages",
+         json::array(
+             {{{"role", "user"}, {"content", "Hi"}, {"tool_calls", json::array({call})}}})}},
+       "messages[0].tool_calls"},
+      {{{"user", 7}}, "user"},
+      {{{"store", "yes"}}, "store"},
+      {{{"metadata", {{"k", 1}}}}, "metadata.k"},
+      {{{"chat_template_kwargs", {{"enable_thinking", "no"}}}},
+       "chat_template_kwargs.enable_thinking"},
+      {{{"logit_bias", {{"99999999999999999999", 1}}}}, "logit_bias"},
+      {{{"logit_bias", {{"-1", 1}}}}, "logit_bias"},
+      {{{"logit_bias", {{"100000000", 1}}}}, "logit_bias"},
+  };
+  for (const Case& k : cases) {
+    const json body = chat(k.extra);
+    auto [status, j] = post("/v1/chat/completions", body.dump());
+    EXPECT_EQ(status, 400) << body.dump() << " -> " << j.dump();
+    expect_filled(j, body.dump());
+    EXPECT_EQ(j["error"]["param"], k.param) << body.dump() << " -> " << j.dump();
+  }
+  // The well-formed versions are answered.
+  for (const json& extra :
+       {with_assistant(json::array({call})),
+        json{{"messages",
+              json::array({user, {{"role", "tool"}, {"content", "42"}, {"tool_call_id", "c1"}}})}},
+        json{{"user", "u-1"}, {"store", false}, {"metadata", {{"k", "v"}}}},
+        json{{"chat_template_kwargs", {{"enable_thinking", false}, {"other", 3}}}},
+        json{{"logit_bias", {{"5", 1}}}}}) {
+    const json body = chat(extra);
+    auto [status, j] = post("/v1/chat/completions", body.dump());
+    EXPECT_EQ(status, 200) << body.dump() << " -> " << j.dump();
+  }
+}
+
 TEST_F(Validation, EveryErrorReplyHasParamAndCode) {
   auto c = srv_->client();
   struct Case {
