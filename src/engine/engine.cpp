@@ -60,16 +60,11 @@ std::vector<int32_t> lead_tokens(const Tokenizer& tok, const TextPrompt& p) {
   return {};
 }
 
-std::vector<int32_t> encode_text(const Tokenizer& tok, std::string_view text, const TextPrompt& p,
-                                 size_t offset) {
-  if (!p.parse_special) return tok.encode(text, false, false);
-  if (p.special_ranges.empty()) return tok.encode(text, false, true);
-  ByteRanges shifted;
-  for (auto [b, e] : p.special_ranges) {
-    if (e <= offset) continue;
-    shifted.emplace_back(b > offset ? b - offset : 0, e - offset);
-  }
-  return tok.encode_with_control_ranges(text, false, shifted);
+// The prompt's text as ids (without lead tokens), special-token text parsed as it asks.
+std::vector<int32_t> encode_text(const Tokenizer& tok, const TextPrompt& p) {
+  if (!p.parse_special) return tok.encode(p.text, false, false);
+  if (p.special_ranges.empty()) return tok.encode(p.text, false, true);
+  return tok.encode_with_control_ranges(p.text, false, p.special_ranges);
 }
 
 // Per-token text of `tokens[from..]` as the concatenation of their pieces, when that
@@ -104,7 +99,7 @@ TextIds tokenize_text(const Tokenizer& tok, GenerationRequest& r) {
     r.prompt = std::move(tp.tokens);
     tp.tokens.clear();
   } else {
-    const std::vector<int32_t> body = encode_text(tok, tp.text, tp, 0);
+    const std::vector<int32_t> body = encode_text(tok, tp);
     r.prompt.insert(r.prompt.end(), body.begin(), body.end());
   }
   out.ends.assign(out.n_lead, 0);
@@ -129,7 +124,7 @@ SamplerParams plain_sampling(const GenerationRequest& r) {
 
 std::vector<int32_t> tokenize_prompt(const Tokenizer& tok, const TextPrompt& prompt) {
   std::vector<int32_t> ids = lead_tokens(tok, prompt);
-  const std::vector<int32_t> body = encode_text(tok, prompt.text, prompt, 0);
+  const std::vector<int32_t> body = encode_text(tok, prompt);
   ids.insert(ids.end(), body.begin(), body.end());
   return ids;
 }
@@ -336,7 +331,8 @@ SeqView Engine::kv_view(const Sequence& s) {
 // first for a text prompt's first admission: kv/kv_manager.h).
 void Engine::attach_cached_prefix(Sequence& s) {
   if (!kv_.caching() || s.n_computed > 0 || kv_.holds(s.id)) return;
-  TextAttach text{s.n_lead, s.text, [&](const PrefixMatch& m) { return adopt_text_match(s, m); }};
+  TextAttach text{s.n_lead, s.text, [&](const PrefixMatch& m) { return adopt_text_match(s, m); },
+                  prompt_splits(s)};
   const bool by_text = s.has_text && !s.admitted_once;
   s.n_computed = kv_.attach(s.id, s.tokens, by_text ? &text : nullptr, opt_.max_seq_tokens - 1);
   if (!s.admitted_once) {
@@ -346,16 +342,37 @@ void Engine::attach_cached_prefix(Sequence& s) {
   s.admitted_once = true;
 }
 
-// A text match: the sequence keeps the cached tokens and tokenizes only the text after them.
+// How the prompt's own tokenization (the sequence's tokens before any match) splits its text,
+// for the text match to respect (kv/prefix_cache.h, PromptSplits).
+PromptSplits Engine::prompt_splits(const Sequence& s) const {
+  PromptSplits out;
+  const Vocab& vocab = tok_.vocab();
+  out.is_special = [&vocab](int32_t id) {
+    return vocab.valid_id(id) &&
+           (vocab.attr(id) & (kAttrControl | kAttrUserDefined | kAttrUnknown)) != 0;
+  };
+  for (size_t i = s.n_lead; i < s.tokens.size() && i < s.text_ends.size(); ++i) {
+    if (out.is_special(s.tokens[i]))
+      out.specials.emplace_back(i > 0 ? s.text_ends[i - 1] : 0, s.text_ends[i]);
+    out.token_ends.push_back(s.text_ends[i]);
+  }
+  return out;
+}
+
+// A text match: the sequence keeps the cached tokens, then the prompt's own tokens after the
+// text they cover (the match ends where one of those ends: PromptSplits). On the first
+// admission, when this runs, s.tokens and s.text_ends are still the prompt's cold tokenization.
 std::span<const int32_t> Engine::adopt_text_match(Sequence& s, const PrefixMatch& m) {
-  const std::string_view rest = std::string_view(s.text).substr(m.text_bytes);
-  const std::vector<int32_t> tail = encode_text(tok_, rest, s.req.prompt_text, m.text_bytes);
-  std::vector<uint32_t> ends = m.ends;  // the cached path's own text
-  s.has_text = ends.size() == m.tokens.size() &&
-               piece_ends(tok_, tail, rest, static_cast<uint32_t>(m.text_bytes), ends);
+  const auto cold_end = s.text_ends.begin() + static_cast<ptrdiff_t>(s.n_lead);
+  const auto after = std::upper_bound(cold_end, s.text_ends.end(), m.text_bytes);
+  const auto first = static_cast<size_t>(after - s.text_ends.begin());  // the first cold token left
+  std::vector<int32_t> tokens = m.tokens;
+  tokens.insert(tokens.end(), s.tokens.begin() + static_cast<ptrdiff_t>(first), s.tokens.end());
+  std::vector<uint32_t> ends = m.ends;  // the cached path's own text, then the cold tokens'
+  s.has_text = ends.size() == m.tokens.size();
+  if (s.has_text) ends.insert(ends.end(), after, s.text_ends.end());
   s.text_ends = s.has_text ? std::move(ends) : std::vector<uint32_t>{};
-  s.tokens = m.tokens;
-  s.tokens.insert(s.tokens.end(), tail.begin(), tail.end());
+  s.tokens = std::move(tokens);
   s.stats.prompt_tokens = static_cast<int64_t>(s.tokens.size());
   return s.tokens;
 }

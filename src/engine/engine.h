@@ -167,6 +167,7 @@ class Engine {
   // The sequence's cached state is the KV manager's (kv/kv_manager.h); these say what it reads.
   static SeqView kv_view(const Sequence& s);
   void attach_cached_prefix(Sequence& s);
+  PromptSplits prompt_splits(const Sequence& s) const;
   std::span<const int32_t> adopt_text_match(Sequence& s, const PrefixMatch& m);
   void publish_metrics();
 

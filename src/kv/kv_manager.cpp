@@ -130,7 +130,8 @@ int64_t KvManager::attach(int64_t id, std::span<const int32_t> tokens, const Tex
   PrefixMatch m;
   if (cache_ && text) {
     const auto n_lead = static_cast<int64_t>(text->n_lead);
-    m = cache_->match_text(tokens.first(text->n_lead), text->text, max_tokens, slot);
+    m = cache_->match_text(tokens.first(text->n_lead), text->text, max_tokens, slot,
+                           text->splits ? &*text->splits : nullptr);
     if (m.n_tokens() > n_lead) tokens = text->adopt(m);
     // No text hit, or all of the prompt cached (one token must still run for logits): match
     // by tokens below.

@@ -192,6 +192,9 @@ struct TextAttach {
   size_t n_lead = 0;      // tokens before the text (BOS), matched by id
   std::string_view text;  // the prompt text
   std::function<std::span<const int32_t>(const PrefixMatch&)> adopt;
+  // The prompt's cold tokenization, which a match respects (none: the match follows the text
+  // alone; the engine always gives it).
+  std::optional<PromptSplits> splits;
 };
 
 // One sequence's cached state. See the header comment for how other layer kinds join it.

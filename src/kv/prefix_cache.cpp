@@ -290,6 +290,8 @@ int64_t PrefixCache::match_text_below(const Node* node, int64_t pos, size_t off,
           const std::string_view piece =
               std::string_view(c->text).substr(c->text_begin(i), c->ends[i] - c->text_begin(i));
           if (q.text.substr(off + bytes, piece.size()) != piece) break;
+          if (q.splits && !q.splits->agrees(c->tokens[i], off + bytes, off + bytes + piece.size()))
+            break;
           bytes += piece.size();
         }
         ++used;
@@ -327,18 +329,44 @@ int64_t PrefixCache::match_text_below(const Node* node, int64_t pos, size_t off,
   return total + bt + best_below;
 }
 
+bool PromptSplits::agrees(int32_t token, size_t begin, size_t end) const {
+  // The first special span of the prompt that ends after `begin`.
+  const auto it = std::upper_bound(
+      specials.begin(), specials.end(), begin,
+      [](size_t at, const std::pair<uint32_t, uint32_t>& s) { return at < s.second; });
+  if (is_special && is_special(token))
+    return it != specials.end() && it->first == begin && it->second == end;
+  // A plain token (or the empty text of held-back bytes) must not touch a special one's bytes.
+  return it == specials.end() || it->first >= std::max(end, begin + 1);
+}
+
+bool PromptSplits::token_ends_at(size_t at) const {
+  return std::binary_search(token_ends.begin(), token_ends.end(), static_cast<uint32_t>(at));
+}
+
 PrefixMatch PrefixCache::match_text(std::span<const int32_t> lead, std::string_view text,
-                                    int64_t max_tokens, int32_t state_slot) {
+                                    int64_t max_tokens, int32_t state_slot,
+                                    const PromptSplits* splits) {
   ++stats_.lookups;
   std::vector<Step> path;
   int branches = 64;
-  int64_t pos = match_text_below(root_.get(), 0, 0, {lead, text, max_tokens}, branches, path);
+  int64_t pos =
+      match_text_below(root_.get(), 0, 0, {lead, text, max_tokens, splits}, branches, path);
+  // The text each position of the path ends at (lead tokens stand for none).
+  std::vector<size_t> byte_at{0};
+  for (const Step& st : path)
+    for (size_t i = 0; i < static_cast<size_t>(st.used); ++i)
+      byte_at.push_back(byte_at.back() + (byte_at.size() - 1 < lead.size()
+                                              ? 0
+                                              : st.node->ends[i] - st.node->text_begin(i)));
   // A match may not end on a token without text (bytes of an incomplete character, emitted
-  // with a later token): the text after it would repeat them.
+  // with a later token): the text after it would repeat them. With the prompt's splits, it ends
+  // where a cold token does.
   auto may_end = [&](const Step& st, int64_t end) {
     const auto i = static_cast<size_t>(st.used - 1);
-    return end - 1 < static_cast<int64_t>(lead.size()) ||
-           st.node->text_begin(i) != st.node->ends[i];
+    if (end - 1 < static_cast<int64_t>(lead.size())) return true;
+    return st.node->text_begin(i) != st.node->ends[i] &&
+           (!splits || splits->token_ends_at(byte_at[static_cast<size_t>(end)]));
   };
   while (!path.empty() && !may_end(path.back(), pos)) {
     --pos;

@@ -57,6 +57,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "kv/block_pool.h"
@@ -70,6 +71,26 @@ class StatePool;
 struct TokenText {
   std::string_view text;
   std::span<const uint32_t> ends;
+};
+
+// How a text prompt's own (cold) tokenization splits its text, which a text match respects so
+// that the tokens it leads to are the cold ones wherever they could differ in meaning:
+//  - special tokens (control and added tokens, split out before anything else): a cached
+//    special token may cover the prompt's bytes only where the prompt has one over the same
+//    bytes, and a cached plain token only where it has none. The same bytes are content in one
+//    prompt and a turn marker in another (a user who types "<|im_start|>"); a match never turns
+//    one into the other;
+//  - a match ends only where a cold token ends, so that the rest is the cold tokens after it
+//    (a cut inside a pre-token, e.g. between "." and a typed "<|", would re-tokenize the rest
+//    differently from a cold read).
+struct PromptSplits {
+  std::vector<std::pair<uint32_t, uint32_t>> specials;  // [begin, end) bytes, in order
+  std::vector<uint32_t> token_ends;                     // each cold token's end, in order
+  std::function<bool(int32_t)> is_special;
+  // Whether a cached `token` standing for the prompt's bytes [begin, end) agrees.
+  bool agrees(int32_t token, size_t begin, size_t end) const;
+  // Whether a cold token ends at byte `at`.
+  bool token_ends_at(size_t at) const;
 };
 
 struct PrefixMatch {
@@ -130,8 +151,10 @@ class PrefixCache {
   PrefixMatch match(std::span<const int32_t> tokens, int64_t max_tokens, int32_t state_slot = -1);
   // `lead` tokens matched by id (e.g. BOS), then the longest path whose text is a prefix of
   // `text` (nodes that carry text only), at most `max_tokens` tokens in all.
+  // `splits` (when given): the prompt's cold tokenization, which the match respects
+  // (PromptSplits).
   PrefixMatch match_text(std::span<const int32_t> lead, std::string_view text, int64_t max_tokens,
-                         int32_t state_slot = -1);
+                         int32_t state_slot = -1, const PromptSplits* splits = nullptr);
 
   // Extends `m`, a match of the first m.n_tokens() of `tokens`, with the whole blocks after its
   // last block boundary that the disk tier holds though the tree does not (files another process
@@ -199,6 +222,7 @@ class PrefixCache {
     std::span<const int32_t> lead;
     std::string_view text;
     int64_t max_tokens;
+    const PromptSplits* splits;
   };
   int64_t match_text_below(const Node* node, int64_t pos, size_t off, const TextQuery& q,
                            int& branches, std::vector<Step>& path) const;
