@@ -74,7 +74,10 @@ int run_chat(const ChatOptions& o) {
       const chat::ReasoningDelta d = reply.push(e);
       write_out(stderr, d.reasoning);
       write_out(stdout, d.content);
-      if (e.kind == EngineEvent::Kind::Finished && e.reason == FinishReason::Error) error = e.error;
+      if (e.kind == EngineEvent::Kind::Finished &&
+          (e.reason == FinishReason::Error || e.reason == FinishReason::GrammarFailed ||
+           e.reason == FinishReason::PoolFull))
+        error = e.error;
     };
     SubmitResult r = engine.submit(std::move(req));
     if (r.context_exceeded)

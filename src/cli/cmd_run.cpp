@@ -162,10 +162,13 @@ int run(const RunOptions& o) {
         n_accepted = e.stats.draft_accepted;
         ttft_ms = e.stats.ttft_ms;
         stop = finish_reason_name(e.reason);
-        if (e.reason == FinishReason::Error) fail("generation failed: {}", e.error);
+        if (e.reason == FinishReason::Error || e.reason == FinishReason::GrammarFailed)
+          fail("generation failed: {}", e.error);
         if (e.reason == FinishReason::ContextFull)
-          std::fprintf(stderr, "\nhearth: stopped early: the context or KV pool is full%s%s\n",
+          std::fprintf(stderr, "\nhearth: stopped early: the context is full%s%s\n",
                        e.error.empty() ? "" : ": ", e.error.c_str());
+        if (e.reason == FinishReason::PoolFull)
+          std::fprintf(stderr, "\nhearth: stopped early: %s (raise --kv-mem)\n", e.error.c_str());
       }
     };
     SubmitResult r = engine.submit(std::move(req));

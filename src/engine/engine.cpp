@@ -20,6 +20,10 @@ const char* finish_reason_name(FinishReason r) {
       return "cancelled";
     case FinishReason::ContextFull:
       return "context_full";
+    case FinishReason::PoolFull:
+      return "pool_full";
+    case FinishReason::GrammarFailed:
+      return "grammar_failed";
     case FinishReason::Error:
       return "error";
   }
@@ -199,6 +203,13 @@ SubmitResult Engine::submit(GenerationRequest request) {
   std::unique_ptr<Sequence> s;
   try {
     std::shared_ptr<const TokenTrie> trie = request.grammar ? grammar_trie_.get() : nullptr;
+    if (trie && request.grammar_trigger.empty()) {  // a lazy grammar is dropped if it fails
+      if (std::string why = GrammarConstraint::start_problem(request.grammar, trie); !why.empty()) {
+        SubmitResult refused{-1, std::move(why), n_prompt};
+        refused.grammar_refused = true;
+        return refused;
+      }
+    }
     s = std::make_unique<Sequence>(std::move(request), tok_, vocab_access_, std::move(trie),
                                    opt_.spec.draft_max);
   } catch (const Error& e) {
@@ -506,8 +517,10 @@ bool Engine::allocate(StepPlan& plan) {
     }
     const Shortage shortage = Scheduler::on_shortage(running_facts(), !completing_.empty());
     if (shortage.action == Shortage::Action::ContextFull) {
-      finish(*find(shortage.id), FinishReason::ContextFull,
-             "the KV pool cannot hold this sequence");
+      Sequence& s = *find(shortage.id);
+      finish(s, FinishReason::PoolFull,
+             fmt::format("the KV pool holds {} tokens and this sequence needs more ({} so far)",
+                         kv_.n_blocks() * kv_.block_tokens(), s.tokens.size()));
       std::erase_if(running_, [&](const auto& r) { return r->id == shortage.id; });
       return false;
     }
@@ -633,7 +646,7 @@ bool Engine::sample(Sequence& s, std::span<const float> l, const int32_t* draft)
   try {
     t = s.out.next(l, s.tokens);
   } catch (const Error& e) {  // a grammar that cannot go on: the reply ends, saying why
-    finish(s, FinishReason::Error, e.what());
+    finish(s, FinishReason::GrammarFailed, e.what());
     return true;
   }
   if (s.stats.generated_tokens == 0) {

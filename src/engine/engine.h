@@ -97,6 +97,7 @@ struct SubmitResult {
   std::string error;              // why (queue full, invalid request)
   int64_t prompt_tokens = 0;      // once tokenized (also when refused for the context)
   bool context_exceeded = false;  // refused by the request's context_limit
+  bool grammar_refused = false;   // the grammar cannot start with this vocabulary
   bool ok() const { return id >= 0; }
 };
 

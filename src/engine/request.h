@@ -15,7 +15,10 @@
 
 namespace hearth {
 
-enum class FinishReason { Stop, Length, Cancelled, ContextFull, Error };
+// ContextFull: the sequence reached the context (max_seq_tokens). PoolFull: it was alone and the
+// KV pool still could not hold its next token (a pool smaller than the context). GrammarFailed:
+// the request's grammar allowed no token of the vocabulary. Error: anything else.
+enum class FinishReason { Stop, Length, Cancelled, ContextFull, PoolFull, GrammarFailed, Error };
 const char* finish_reason_name(FinishReason r);
 
 struct RequestStats {

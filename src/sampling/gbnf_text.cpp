@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <initializer_list>
+#include <span>
 
 namespace hearth::gbnf {
 
@@ -311,6 +312,67 @@ bool is_atom(std::string_view expr) {
 
 std::string atom(const std::string& expr) {
   return is_atom(expr) ? expr : "(" + expr + ")";
+}
+
+namespace {
+
+constexpr size_t kFlatTexts = 16;  // texts written as one flat alternation
+constexpr int kMaxTrieDepth = 8;   // nested groups (GrammarLimits::max_nesting is 64)
+
+size_t utf8_length(unsigned char lead) {
+  return lead < 0x80 ? 1 : lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+}
+
+// `texts` (sorted, all sharing their first `at` bytes) from byte `at` on.
+std::string trie_group(std::span<const std::string> texts, size_t at, int depth) {
+  std::vector<std::string> alts;
+  if (texts.size() <= kFlatTexts || depth >= kMaxTrieDepth) {
+    for (const std::string& t : texts) alts.push_back(literal(std::string_view(t).substr(at)));
+  } else {
+    // Sorted: what the first and the last share, all share; cut at a character boundary.
+    const std::string &first = texts.front(), &last = texts.back();
+    size_t common = at;
+    while (common < first.size() && common < last.size() && first[common] == last[common]) ++common;
+    while (common > at && common < first.size() &&
+           (static_cast<unsigned char>(first[common]) & 0xC0) == 0x80)
+      --common;
+    if (common > at) {
+      return literal(std::string_view(first).substr(at, common - at)) + " " +
+             trie_group(texts, common, depth);
+    }
+    // Split by the next character: the text that ends here (at most one), then each group.
+    size_t i = 0;
+    if (texts[0].size() == at) alts.push_back(literal("")), ++i;
+    while (i < texts.size()) {
+      const size_t len = utf8_length(static_cast<unsigned char>(texts[i][at]));
+      const std::string_view head = std::string_view(texts[i]).substr(at, len);
+      size_t j = i + 1;
+      while (j < texts.size() && std::string_view(texts[j]).substr(at, len) == head) ++j;
+      alts.push_back(j - i == 1 ? literal(std::string_view(texts[i]).substr(at))
+                                : trie_group(texts.subspan(i, j - i), at, depth + 1));
+      i = j;
+    }
+  }
+  if (alts.size() == 1) return atom(alts[0]);
+  std::string out = "(";
+  for (size_t k = 0; k < alts.size(); ++k) out += (k ? " | " : "") + alts[k];
+  return out + ")";
+}
+
+}  // namespace
+
+std::string literal_alternatives(std::vector<std::string> texts) {
+  if (texts.size() <= kFlatTexts) {  // as given: a | b | c
+    std::string out;
+    for (size_t i = 0; i < texts.size(); ++i)
+      if (std::find(texts.begin(), texts.begin() + static_cast<ptrdiff_t>(i), texts[i]) ==
+          texts.begin() + static_cast<ptrdiff_t>(i))
+        out += (out.empty() ? "" : " | ") + literal(texts[i]);
+    return out;
+  }
+  std::sort(texts.begin(), texts.end());
+  texts.erase(std::unique(texts.begin(), texts.end()), texts.end());
+  return trie_group(texts, 0, 0);
 }
 
 }  // namespace hearth::gbnf

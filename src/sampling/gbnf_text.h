@@ -42,6 +42,12 @@ std::optional<std::vector<uint32_t>> decode_utf8(std::string_view s);
 // `text` as a GBNF literal: "..." with \" \\ \n \t and \xHH for other control bytes;
 // other bytes are copied (UTF-8 stays UTF-8).
 std::string literal(std::string_view text);
+// One of `texts` (UTF-8, at least one; repeats count once) as a GBNF expression: up to 16 as
+// "a | b | c" in their order. Many texts are factored
+// by their common prefixes, as a trie of groups: the matcher keeps one stack alive per
+// alternative it has not yet ruled out, so a flat alternation of an enum of 10,000 names would
+// be 10,000 stacks at its first character (past the matcher's limits), the trie a few dozen.
+std::string literal_alternatives(std::vector<std::string> texts);
 // A GBNF character class matching exactly the code points of `s` (non-empty): [...] or, when the
 // set reaches the top of the code space, [^...] of its complement.
 std::string char_class(const CpSet& s);

@@ -1,7 +1,8 @@
 // The checks a parsed grammar must pass before it is matched: every referenced rule defined,
-// and no left recursion. Left recursion (a rule that can reach itself without consuming a
-// character) would make the matcher expand rules without end, so it is rejected here; the
-// check runs in time linear in the grammar's size and recurses on nothing.
+// no left recursion, and some text that matches (alternatives that can match none are dropped).
+// Left recursion (a rule that can reach itself without consuming a character) would make the
+// matcher expand rules without end, so it is rejected here; the check runs in time linear in the
+// grammar's size and recurses on nothing.
 #include <algorithm>
 
 #include "sampling/grammar_compiler.h"
@@ -14,16 +15,22 @@ void GrammarCompiler::check_defined() const {
     if (!r.defined) fail_at(r.first_ref.value_or(0), fmt::format("undefined rule '{}'", r.name));
 }
 
-// Which rules can match the empty string: the least fixed point, by propagation (each
-// alternative counts the references it still waits on), so linear in the grammar's size.
-std::vector<bool> GrammarCompiler::nullable_rules() const {
-  std::vector<bool> nullable(rules_.size(), false);
+bool GrammarCompiler::matches_nothing(const GrammarElement& e) const {
+  return e.op == GrammarOp::kCharSet && sets_[e.a].empty();
+}
+
+// Which rules can match the empty string (kEmpty) or some text (kSomeText): the least fixed
+// point, by propagation (each alternative counts the references it still waits on), so linear
+// in the grammar's size. A character blocks an alternative from matching empty; only a class
+// that matches no character blocks it from matching text.
+std::vector<bool> GrammarCompiler::rules_matching(Match what) const {
+  std::vector<bool> matches(rules_.size(), false);
   std::vector<uint32_t> alt_rule, alt_waiting;              // per alternative
   std::vector<std::vector<uint32_t>> users(rules_.size());  // alternatives referencing a rule
-  std::vector<uint32_t> ready;                              // rules just found nullable
+  std::vector<uint32_t> ready;                              // rules just found to match
   const auto mark = [&](uint32_t rule) {
-    if (!nullable[rule]) {
-      nullable[rule] = true;
+    if (!matches[rule]) {
+      matches[rule] = true;
       ready.push_back(rule);
     }
   };
@@ -33,20 +40,20 @@ std::vector<bool> GrammarCompiler::nullable_rules() const {
     while (i < body.size()) {  // one alternative per turn
       const auto alt = static_cast<uint32_t>(alt_rule.size());
       uint32_t waiting = 0;
-      bool has_char = false;
+      bool blocked = false;
       for (; !is_end_op(body[i].op); ++i) {
         if (body[i].op == GrammarOp::kRuleRef) {
           ++waiting;
           users[body[i].a].push_back(alt);
         } else {
-          has_char = true;
+          blocked = blocked || what == Match::kEmpty || matches_nothing(body[i]);
         }
       }
       ++i;
       alt_rule.push_back(r);
-      // An alternative with a character never matches empty: it waits on one more than it has.
-      alt_waiting.push_back(has_char ? waiting + 1 : waiting);
-      if (!has_char && waiting == 0) mark(r);
+      // A blocked alternative never matches: it waits on one more than it has.
+      alt_waiting.push_back(blocked ? waiting + 1 : waiting);
+      if (!blocked && waiting == 0) mark(r);
     }
   }
   while (!ready.empty()) {
@@ -55,11 +62,42 @@ std::vector<bool> GrammarCompiler::nullable_rules() const {
     for (uint32_t alt : users[rule])
       if (--alt_waiting[alt] == 0) mark(alt_rule[alt]);
   }
-  return nullable;
+  return matches;
+}
+
+// An alternative that can match no text (a class that matches no character, a reference to a
+// rule that matches none) is dropped, so that every stack the matcher keeps alive can still
+// complete: generation is never led into a dead end that the grammar shows in advance. A root
+// that matches no text is refused.
+void GrammarCompiler::drop_dead_alternatives(uint32_t root) {
+  const std::vector<bool> live = rules_matching(Match::kSomeText);
+  if (!live[root])
+    fail_at(rules_[root].def_offset,
+            "no text matches this grammar (every alternative of 'root' needs a character class "
+            "that matches no character, or a rule that matches no text)");
+  const auto alive = [&](const GrammarElement& e) {
+    return e.op == GrammarOp::kRuleRef ? live[e.a] : !matches_nothing(e);
+  };
+  for (uint32_t r = 0; r < rules_.size(); ++r) {
+    if (!live[r]) continue;  // no longer referenced by any alternative that is kept
+    std::vector<GrammarElement> kept;
+    const auto& body = rules_[r].body;
+    for (size_t begin = 0; begin < body.size();) {
+      size_t end = begin;
+      while (!is_end_op(body[end].op)) ++end;
+      if (std::all_of(body.begin() + begin, body.begin() + end, alive)) {
+        if (!kept.empty()) kept.push_back({GrammarOp::kAlt, 0, 0});
+        kept.insert(kept.end(), body.begin() + begin, body.begin() + end);
+      }
+      begin = end + 1;
+    }
+    kept.push_back({GrammarOp::kEnd, 0, 0});
+    rules_[r].body = std::move(kept);
+  }
 }
 
 void GrammarCompiler::check_left_recursion() const {
-  const std::vector<bool> nullable = nullable_rules();
+  const std::vector<bool> nullable = rules_matching(Match::kEmpty);
   // Edge r -> s: some alternative of r references s after only nullable references.
   std::vector<std::vector<uint32_t>> edges(rules_.size());
   for (uint32_t r = 0; r < rules_.size(); ++r) {

@@ -136,6 +136,7 @@ Grammar GrammarCompiler::finish() {
   const auto root = by_name_.find("root");
   if (root == by_name_.end()) fail("grammar: no rule named 'root'");
   check_left_recursion();
+  drop_dead_alternatives(root->second);
 
   Grammar g;
   g.root_ = root->second;

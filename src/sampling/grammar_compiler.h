@@ -58,9 +58,13 @@ class GrammarCompiler {
     std::optional<size_t> first_ref;
   };
 
+  enum class Match { kEmpty, kSomeText };
+
   void check_defined() const;
-  std::vector<bool> nullable_rules() const;
+  bool matches_nothing(const GrammarElement& e) const;
+  std::vector<bool> rules_matching(Match what) const;
   void check_left_recursion() const;
+  void drop_dead_alternatives(uint32_t root);
   std::string position(size_t offset) const;
 
   std::string_view text_;

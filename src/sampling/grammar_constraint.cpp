@@ -12,6 +12,17 @@ GrammarConstraint::GrammarConstraint(std::shared_ptr<const Grammar> grammar,
                                      std::shared_ptr<const TokenTrie> trie)
     : trie_(std::move(trie)), matcher_(std::move(grammar)), masker_(trie_) {}
 
+std::string GrammarConstraint::start_problem(std::shared_ptr<const Grammar> grammar,
+                                             std::shared_ptr<const TokenTrie> trie) {
+  GrammarConstraint c(std::move(grammar), std::move(trie));
+  if (!c.matcher_.error().empty()) return c.matcher_.error();
+  if (c.matcher_.dead()) return "the grammar matches no text";
+  c.masker_.fill(c.matcher_, c.mask_);
+  if (c.mask_.count() == 0)
+    return "no token of the vocabulary can begin a text that the grammar matches";
+  return "";
+}
+
 SampleResult GrammarConstraint::sample(Sampler& sampler, std::span<const float> logits) {
   SampleResult r = sampler.sample(logits);
   if (r.token >= 0 && static_cast<size_t>(r.token) < trie_->n_tokens() &&

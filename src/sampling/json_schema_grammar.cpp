@@ -314,18 +314,16 @@ std::string SchemaConverter::visit_enum(const json& s, const std::string& path) 
   const json& values = s["enum"];
   if (!values.is_array() || values.empty()) fail("{}: must be a non-empty array", at);
   const std::vector<std::string> types = type_names(s, path);
-  std::vector<std::string> alts;
+  std::vector<std::string> texts;  // the values as JSON text
   for (size_t i = 0; i < values.size(); ++i) {
     const json& v = values[i];
     // Values of another type than "type" allows are not instances: left out.
     const bool typed = types.empty() || std::any_of(types.begin(), types.end(),
                                                     [&](const auto& t) { return has_type(v, t); });
-    if (!typed) continue;
-    const std::string lit = literal(dump_json(v, child_path(at, std::to_string(i))));
-    if (std::find(alts.begin(), alts.end(), lit) == alts.end()) alts.push_back(lit);
+    if (typed) texts.push_back(dump_json(v, child_path(at, std::to_string(i))));
   }
-  if (alts.empty()) fail("{}: no value is of the schema's type", at);
-  return join(alts, " | ");
+  if (texts.empty()) fail("{}: no value is of the schema's type", at);
+  return literal_alternatives(std::move(texts));
 }
 
 std::string SchemaConverter::visit_types(const json& s, const std::string& path,

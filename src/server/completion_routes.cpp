@@ -33,6 +33,7 @@ struct Server::Impl::Submitted {
   int local_port = 0;
   // A chat request whose next turn is warmed when its reply ends well (null: none).
   std::shared_ptr<const ParsedRequest> next_turn;
+  std::string grammar_param;  // the field the request's grammar came from
 };
 
 namespace {
@@ -128,9 +129,35 @@ void keep_client_order(ParsedRequest& pr, const std::string& raw_body) {
     pr.chat_template_kwargs = *k;
 }
 
-ApiError generation_failed(const Outcome& o) {
-  return ApiError(500, fmt::format("generation failed: {}", o.error), "server_error", "model",
-                  "generation_failed");
+bool ended_in_error(FinishReason r) {
+  return r == FinishReason::PoolFull || r == FinishReason::GrammarFailed ||
+         r == FinishReason::Error;
+}
+
+// The error a generation that could not finish its reply answers with (or streams as its last
+// event). Only a fault of the server's own is a 5xx: a grammar the vocabulary cannot follow is
+// the request's, and a KV pool too small for the conversation is the server's configured limit,
+// answered as OpenAI answers a conversation past the context.
+ApiError generation_error(const Outcome& o, const std::string& grammar_param) {
+  switch (o.reason) {
+    case FinishReason::GrammarFailed:
+      return ApiError(400,
+                      fmt::format("the reply could not follow the requested format after {} "
+                                  "tokens: {}",
+                                  o.stats.generated_tokens, o.error),
+                      "invalid_request_error", grammar_param.empty() ? "grammar" : grammar_param,
+                      "grammar_failed");
+    case FinishReason::PoolFull:
+      return ApiError(400,
+                      fmt::format("the reply was cut after {} tokens: {}. Shorten the "
+                                  "conversation or max_tokens, or start the server with a "
+                                  "larger --kv-mem",
+                                  o.stats.generated_tokens, o.error),
+                      "invalid_request_error", "max_tokens", "context_length_exceeded");
+    default:
+      return ApiError(500, fmt::format("generation failed: {}", o.error), "server_error", "model",
+                      "generation_failed");
+  }
 }
 
 std::unique_ptr<Responder> make_responder(Api api, ReplySettings settings,
@@ -205,6 +232,7 @@ Server::Impl::Submitted Server::Impl::submit(Api api, const json& body, const Pa
   req.render_special = pr.render_special;
   apply_sampling(body, pr, vocab, req);
   Submitted g;
+  g.grammar_param = pr.grammar_param;
   g.channel = std::make_shared<EventChannel>();
   req.on_event = [channel = g.channel](const EngineEvent& e) { channel->push(e); };
 
@@ -213,6 +241,11 @@ Server::Impl::Submitted Server::Impl::submit(Api api, const json& body, const Pa
   if (!sub.ok()) {
     unregister_active(g.number);
     if (sub.context_exceeded) check_context(sub.prompt_tokens, pr.max_tokens, model.n_ctx);
+    if (sub.grammar_refused)
+      throw ApiError(400,
+                     fmt::format("{}: this model cannot generate text that it matches: {}",
+                                 pr.grammar_param, sub.error),
+                     "invalid_request_error", pr.grammar_param, "invalid_value");
     if (sub.error.rfind("busy", 0) == 0) {
       ApiError e(503, fmt::format("the server is busy ({}); retry later", sub.error),
                  "server_error", "model", "server_busy");
@@ -243,7 +276,7 @@ void Server::Impl::reply_whole(Responder& responder, const Submitted& g, httplib
     res.status = 499;
     return;
   }
-  if (o.reason == FinishReason::Error) throw generation_failed(o);
+  if (ended_in_error(o.reason)) throw generation_error(o, g.grammar_param);
   const json body = responder.whole(all, o);
   warm_next_turn(g, responder, o);  // before the client has the reply: its next turn is later
   send_json(res, body);
@@ -289,8 +322,8 @@ bool Server::Impl::stream_events(Responder& responder, const Submitted& g, bool&
   metrics.record(o.stats, o.reason);
   if (o.client_gone) return false;
   bool ok = true;
-  if (o.reason == FinishReason::Error) {
-    ok = write(generation_failed(o).to_json());
+  if (ended_in_error(o.reason)) {
+    ok = write(generation_error(o, g.grammar_param).to_json());
   } else {
     const std::vector<json> last = responder.finish(o);
     warm_next_turn(g, responder, o);  // before the client has the end: its next turn is later

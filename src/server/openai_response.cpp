@@ -19,6 +19,8 @@ const char* openai_finish_reason(FinishReason r) {
       return "length";
     case FinishReason::Cancelled:
       return "cancelled";
+    case FinishReason::PoolFull:
+    case FinishReason::GrammarFailed:
     case FinishReason::Error:
       return "error";
   }

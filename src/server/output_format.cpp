@@ -64,7 +64,7 @@ std::optional<GrammarSource> from_response_format(const json& body) {
 
 }  // namespace
 
-std::shared_ptr<const Grammar> parse_output_format(const json& body) {
+std::shared_ptr<const Grammar> parse_output_format(const json& body, std::string* param) {
   std::vector<GrammarSource> sources;
   if (auto s = from_response_format(body)) sources.push_back(std::move(*s));
   if (const json* v = field(body, "json_schema")) {
@@ -77,6 +77,7 @@ std::shared_ptr<const Grammar> parse_output_format(const json& body) {
   if (sources.size() > 1)
     bad_param(sources[1].param, fmt::format("'{}' and '{}' both constrain the reply; send only one",
                                             sources[0].param, sources[1].param));
+  if (param) *param = sources[0].param;
   try {
     return std::make_shared<const Grammar>(Grammar::parse(sources[0].gbnf));
   } catch (const Error& e) {

@@ -14,7 +14,9 @@
 
 namespace hearth::server {
 
-// The grammar the body asks for, or null for free text.
-std::shared_ptr<const Grammar> parse_output_format(const nlohmann::json& body);
+// The grammar the body asks for, or null for free text; `param` (when given) is set to the field
+// it came from (response_format.json_schema.schema, json_schema, grammar...).
+std::shared_ptr<const Grammar> parse_output_format(const nlohmann::json& body,
+                                                   std::string* param = nullptr);
 
 }  // namespace hearth::server

@@ -74,6 +74,7 @@ struct ParsedRequest {
   // The reply's required shape (response_format, json_schema or grammar); null: free text.
   std::shared_ptr<const Grammar> grammar;
   std::string grammar_trigger;  // the grammar applies from this text on (tool_choice auto)
+  std::string grammar_param;    // the field the grammar came from, for errors
   bool render_special = false;  // control tokens in the reply as text (tool-call markers)
 
   std::optional<int64_t> max_tokens;  // max_tokens / max_completion_tokens / n_predict

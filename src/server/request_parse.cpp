@@ -113,7 +113,7 @@ void parse_common(const json& b, ParsedRequest& r) {
     if (auto v = get_bool(*so, "include_usage")) r.include_usage = *v;
   }
   r.stop = parse_stop(b);
-  r.grammar = parse_output_format(b);
+  r.grammar = parse_output_format(b, &r.grammar_param);
   if (auto v = get_bool(b, "ignore_eos")) r.ignore_eos = *v;
   if (auto v = get_bool(b, "cache_prompt")) r.cache_prompt = *v;
   if (auto v = get_int(b, "id_slot"))

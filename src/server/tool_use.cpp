@@ -55,8 +55,10 @@ std::unique_ptr<ToolCallReader> plan_tool_use(ParsedRequest& pr, chat::ToolForma
   const ToolChoice choice = pr.tool_use.choice;
   if (choice == ToolChoice::None) return nullptr;
   const json tools = json::parse(pr.tools.dump());  // the request's order is the template's
-  if (choice == ToolChoice::Required || choice == ToolChoice::Named)
+  if (choice == ToolChoice::Required || choice == ToolChoice::Named) {
     pr.grammar = forced_calls(pr, tools, format);
+    pr.grammar_param = "tool_choice";
+  }
   if (format == chat::ToolFormat::None) return nullptr;
   if (choice == ToolChoice::Auto) constrain_opened_calls(pr, tools, format);
   pr.render_special = chat::tool_format_needs_special_tokens(format);

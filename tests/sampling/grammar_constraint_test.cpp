@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <cmath>
 
 #include "util/error.h"
@@ -78,6 +80,20 @@ TEST(GrammarConstraint, AVocabularyThatCannotContinueIsAnError) {
     EXPECT_NE(std::string(e.what()).find("grammar cannot continue"), std::string::npos) << e.what();
   }
   EXPECT_THROW(g.accept(2), Error);  // a token the grammar rejects is never recorded silently
+}
+
+// Refusals before generation: what cannot start is known from the grammar and the vocabulary.
+TEST(GrammarConstraint, StartProblemsAreFoundBeforeGenerating) {
+  EXPECT_EQ(GrammarConstraint::start_problem(grammar("root ::= \"a\" \"b\"+"), small_trie()), "");
+  // Nothing in the vocabulary starts with 'q'.
+  EXPECT_NE(GrammarConstraint::start_problem(grammar("root ::= \"q\""), small_trie()), "");
+  // The empty text matches: the end of generation is allowed at once.
+  EXPECT_EQ(GrammarConstraint::start_problem(grammar("root ::= \"q\"?"), small_trie()), "");
+  // 2,000 alternatives alive at the first character: past the matcher's stack limit.
+  std::string flat = "root ::= ";
+  for (int i = 0; i < 2000; ++i) flat += fmt::format("{}\"a{}\"", i ? " | " : "", i);
+  const std::string why = GrammarConstraint::start_problem(grammar(flat.c_str()), small_trie());
+  EXPECT_NE(why.find("grammar"), std::string::npos) << why;
 }
 
 }  // namespace

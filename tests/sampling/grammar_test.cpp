@@ -314,13 +314,30 @@ TEST(GrammarMatcher, AmbiguityStaysBounded) {
 }
 
 TEST(GrammarMatcher, EmptyLanguagesAndEmptyMatches) {
-  GrammarMatcher nothing(compile("root ::= []"));
-  EXPECT_TRUE(nothing.dead());
-  EXPECT_TRUE(contains(nothing.error(), "matches no text")) << nothing.error();
+  // A language with no text is refused when the grammar is compiled (below), before a matcher.
+  EXPECT_TRUE(contains(parse_error("root ::= []"), "no text matches"));
   GrammarMatcher empty(compile("root ::= \"\""));
   EXPECT_TRUE(empty.can_end());
   EXPECT_FALSE(empty.dead());
   EXPECT_FALSE(empty.accept_bytes("a"));
+}
+
+// A class that matches no character can never be part of a match: alternatives that need one
+// are dropped at compile time (so generation is never led into them), and a grammar with no
+// alternative left is refused.
+TEST(GrammarParse, AlternativesThatMatchNoTextAreDroppedAndAnEmptyLanguageRefused) {
+  const char* none = "[^\\x00-\\U0010FFFF]";
+  EXPECT_TRUE(contains(parse_error(std::string("root ::= ") + none), "no text matches"));
+  EXPECT_TRUE(contains(parse_error(std::string("root ::= x\nx ::= \"a\" x | \"b\" ") + none),
+                       "no text matches"));
+  // x can only recurse forever: it matches no finite text.
+  EXPECT_TRUE(contains(parse_error("root ::= x\nx ::= \"b\" x"), "no text matches"));
+  const auto g =
+      compile(std::string("root ::= \"a\" | \"b\" ") + none + " | dead\n" + "dead ::= \"c\" dead");
+  // Only "a" is left: "b" leads into the empty class and "dead" never ends.
+  EXPECT_EQ(feed(g, "a"), Outcome::kComplete);
+  EXPECT_EQ(feed(g, "b"), Outcome::kRejected);
+  EXPECT_EQ(feed(g, "c"), Outcome::kRejected);
 }
 
 }  // namespace

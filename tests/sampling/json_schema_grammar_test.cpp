@@ -7,12 +7,16 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "sampling/gbnf_recognizer.h"
+#include "sampling/grammar.h"
+#include "sampling/grammar_matcher.h"
 #include "util/error.h"
 
 namespace hearth {
@@ -116,6 +120,37 @@ TEST(JsonSchemaGolden, EnumAndIntegerRange) {
   EXPECT_EQ(json_schema_to_gbnf(json::parse(R"({"type":"integer","minimum":-3,"maximum":42})")),
             R"(root ::= "-" [1-3] | [0-9] | [1-3] [0-9] | "4" [0-2])"
             "\n");
+}
+
+// Past 16 values an enum is written as a trie of its values' prefixes: the same language, and
+// few alternatives alive at any character (a flat alternation of 10,000 values is 10,000 stacks
+// at the opening quote, past the matcher's limits).
+TEST(JsonSchemaGolden, LargeEnumsAreTriesOfTheSameValues) {
+  json values = json::array();
+  for (int i = 0; i < 10000; ++i) values.push_back(fmt::format("v{}", i * 37 % 10007));
+  values.push_back("v1");   // a repeat
+  values.push_back("v");    // a prefix of the others
+  values.push_back("é-ü");  // multi-byte characters
+  values.push_back("é-ö");
+  values.push_back(5);
+  const json schema = {{"enum", values}};
+  std::vector<std::string> valid,
+      invalid = {R"("v10007")", R"("w1")", R"("")", R"("é-")", "6", R"("v1 ")", R"("é")"};
+  for (size_t i = 0; i < values.size(); i += 97) valid.push_back(values[i].dump());
+  for (const char* v : {R"("v")", R"("é-ü")", R"("é-ö")", "5"}) valid.push_back(v);
+  expect_language(schema, valid, invalid);
+  const std::string text = json_schema_to_gbnf(schema);
+  EXPECT_LT(text.size(), 200000u);
+  EXPECT_EQ(text.find("\"\\\"v1\\\"\" | "), std::string::npos) << "not flat";
+  // The matcher follows it within its limits, at every character of a value.
+  auto g = std::make_shared<const Grammar>(Grammar::parse(text));
+  for (const std::string& v :
+       {values[777].dump(), values[9999].dump(), std::string(R"("é-ö")"), std::string(R"("v")")}) {
+    GrammarMatcher m(g);
+    EXPECT_TRUE(m.error().empty()) << m.error();
+    EXPECT_TRUE(m.accept_bytes(v)) << v << ": " << m.error();
+    EXPECT_TRUE(m.can_end()) << v;
+  }
 }
 
 TEST(JsonSchemaGolden, ObjectWithRequiredAndOptional) {
