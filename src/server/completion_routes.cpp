@@ -210,6 +210,10 @@ void Server::Impl::handle_generation(Api api, const httplib::Request& http_req,
   s.stop = pr.stop;
   std::unique_ptr<Responder> responder =
       make_responder(api, std::move(s), std::move(bp.reasoning), std::move(tools));
+  // A browser that aborts a kept-alive stream reads on (up to 16 KiB) before it closes the
+  // socket, and the generation is cancelled only then: its streams end their connection.
+  // Browsers say who they are (Fetch Metadata); API clients keep their connections.
+  if (pr.stream && http_req.has_header("Sec-Fetch-Mode")) HttpServer::close_after_reply(res);
   if (pr.stream)
     reply_streamed(std::move(responder), std::move(g), res);
   else

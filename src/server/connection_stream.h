@@ -30,6 +30,9 @@ class ConnectionStream final : public httplib::Stream {
   void begin_request(Clock::time_point deadline);
   // At most `bytes` more may be read for this request (a chunked body has no length up front).
   void limit_reading(size_t bytes) { budget_ = bytes; }
+  // Puts `bytes` back in front of what is still to be read (a body decoded here, for httplib to
+  // read as plain bytes); they are exempt from the reading budget.
+  void unread(std::string bytes);
 
   bool read_timed_out() const { return timed_out_; }
   bool over_budget() const { return over_budget_; }

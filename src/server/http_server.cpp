@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -10,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "server/chunked_body.h"
 #include "server/connection_stream.h"
 
 namespace hearth::server {
@@ -21,8 +24,31 @@ namespace {
 struct RequestContext {
   const ConnectionStream* stream = nullptr;
   std::optional<EarlyRefusal> refusal;
+  bool close_after = false;  // the handler asked for the connection to end with its reply
 };
 thread_local RequestContext* tl_request = nullptr;
+
+bool reads_body(const std::string& method) {
+  return method == "POST" || method == "PUT" || method == "PATCH" || method == "DELETE" ||
+         method == "PRI";
+}
+
+// A chunked body is decoded here (server/chunked_body.h) and handed to httplib as a body of
+// known length: the decoded bytes go back in front of the stream's buffer.
+std::optional<EarlyRefusal> decode_chunked(httplib::Request& req, size_t max_body,
+                                           ConnectionStream& strm) {
+  ChunkedBody decoded = read_chunked_body(strm, max_body);
+  if (strm.read_timed_out())
+    return EarlyRefusal{408, "request_timeout", "the request body did not arrive in time", "body"};
+  if (decoded.status != 0)
+    return EarlyRefusal{decoded.status,
+                        decoded.status == 413 ? "request_too_large" : "invalid_chunked_body",
+                        decoded.error, "body"};
+  req.headers.erase("Transfer-Encoding");
+  req.set_header("Content-Length", std::to_string(decoded.body.size()));
+  strm.unread(std::move(decoded.body));
+  return std::nullopt;
+}
 
 bool all_digits(const std::string& s) {
   if (s.empty()) return false;
@@ -41,13 +67,15 @@ std::optional<EarlyRefusal> vet_framing(httplib::Request& req, size_t max_body,
   if (chunked) {
     if (lengths.first != lengths.second)
       return EarlyRefusal{400, "invalid_content_length",
-                          "a request may not have both Content-Length and Transfer-Encoding"};
+                          "a request may not have both Content-Length and Transfer-Encoding",
+                          "Content-Length"};
     if (req.get_header_value_count("Transfer-Encoding") != 1 ||
         strcasecmp(req.get_header_value("Transfer-Encoding").c_str(), "chunked") != 0)
       return EarlyRefusal{400, "invalid_transfer_encoding",
-                          "only 'Transfer-Encoding: chunked' is supported"};
+                          "only 'Transfer-Encoding: chunked' is supported", "Transfer-Encoding"};
     // The size is known only once read: cap what may be read (body and chunk framing).
     strm.limit_reading(max_body + max_body / 8 + 64 * 1024);
+    if (reads_body(req.method)) return decode_chunked(req, max_body, strm);
     return std::nullopt;
   }
   if (lengths.first == lengths.second) {
@@ -59,20 +87,17 @@ std::optional<EarlyRefusal> vet_framing(httplib::Request& req, size_t max_body,
   const std::string value = lengths.first->second;
   for (auto it = lengths.first; it != lengths.second; ++it)
     if (it->second != value)
-      return EarlyRefusal{400, "invalid_content_length", "conflicting Content-Length headers"};
+      return EarlyRefusal{400, "invalid_content_length", "conflicting Content-Length headers",
+                          "Content-Length"};
   if (!all_digits(value))
-    return EarlyRefusal{
-        400, "invalid_content_length",
-        fmt::format("Content-Length '{}' is not a byte count", value.substr(0, 40))};
+    return EarlyRefusal{400, "invalid_content_length",
+                        fmt::format("Content-Length '{}' is not a byte count", value.substr(0, 40)),
+                        "Content-Length"};
   if (value.size() > 18 || std::stoull(value) > max_body)
     return EarlyRefusal{413, "request_too_large",
-                        fmt::format("the request body is larger than {} bytes", max_body)};
+                        fmt::format("the request body is larger than {} bytes", max_body),
+                        "Content-Length"};
   return std::nullopt;
-}
-
-bool reads_body(const std::string& method) {
-  return method == "POST" || method == "PUT" || method == "PATCH" || method == "DELETE" ||
-         method == "PRI";
 }
 
 void exclusive_socket_options(socket_t fd) {
@@ -113,7 +138,17 @@ bool HttpServer::current_read_over_budget() {
   return tl_request && tl_request->stream && tl_request->stream->over_budget();
 }
 
+void HttpServer::close_after_reply(httplib::Response& res) {
+  res.set_header("Connection", "close");
+  if (tl_request) tl_request->close_after = true;
+}
+
 bool HttpServer::process_and_close_socket(socket_t sock) {
+  // A reply goes out as several writes (headers, then the body or each chunk). With Nagle's
+  // algorithm a write waits for the ACK of the one before, and a client delays its ACK by up to
+  // 40 ms: on a kept-alive connection every small reply would wait that long.
+  int one = 1;
+  ::setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   ConnectionStream strm(sock, limits_.write_timeout);
   RequestContext ctx;
   ctx.stream = &strm;
@@ -137,6 +172,7 @@ void HttpServer::serve_connection(ConnectionStream& strm) {
     if (!strm.wait_for_request(limits_.keep_alive, stopping)) return;
     strm.begin_request(ConnectionStream::Clock::now() + limits_.read_timeout);
     ctx.refusal.reset();
+    ctx.close_after = false;
     const bool last = served + 1 == limits_.max_requests || stopping();
     bool closed = false;
     bool unread_body = false;
@@ -152,7 +188,8 @@ void HttpServer::serve_connection(ConnectionStream& strm) {
         req.set_header("Connection", "close");
       }
     });
-    if (!written || closed || ctx.refusal || unread_body || strm.read_failed()) return;
+    if (!written || closed || ctx.refusal || unread_body || ctx.close_after || strm.read_failed())
+      return;
   }
 }
 

@@ -30,8 +30,9 @@ struct ConnectionLimits {
 // A request refused before routing (its body unread); the route layer renders the reply.
 struct EarlyRefusal {
   int status = 400;
-  std::string code;  // invalid_content_length, request_too_large
+  std::string code;  // invalid_content_length, request_too_large, invalid_chunked_body...
   std::string message;
+  std::string param;  // the header (or "body") it concerns
 };
 
 class HttpServer final : public httplib::Server {
@@ -50,6 +51,8 @@ class HttpServer final : public httplib::Server {
   static std::optional<EarlyRefusal> current_refusal();
   static bool current_read_timed_out();
   static bool current_read_over_budget();
+  // Ends the connection once this reply is written (sends "Connection: close").
+  static void close_after_reply(httplib::Response& res);
 
   // The reason a bind to host:port fails, as a user should read it (bind() gives no errno).
   static std::string bind_failure(const std::string& host, int port);

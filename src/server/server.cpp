@@ -159,9 +159,7 @@ httplib::Server::HandlerResponse Server::Impl::pre_route(const httplib::Request&
   // Refused from its headers alone (bad Content-Length, too large): its body is never read.
   if (auto refusal = HttpServer::current_refusal()) {
     send_error(res, ApiError(refusal->status, refusal->message, "invalid_request_error",
-                             refusal->code == "invalid_transfer_encoding" ? "Transfer-Encoding"
-                                                                          : "Content-Length",
-                             refusal->code));
+                             refusal->param, refusal->code));
     metrics.record_http_error(refusal->status);
     return httplib::Server::HandlerResponse::Handled;
   }
