@@ -22,6 +22,7 @@
 #include "server/server.h"
 #include "server/webui_assets.h"
 #include "util/error.h"
+#include "util/regular_file.h"
 #include "util/system.h"
 
 namespace hearth::cli {
@@ -44,6 +45,7 @@ struct ServeOptions {
   bool no_cache = false;
   SpecFlags spec;
   std::string max_body = "8M";
+  std::string api_key_file;
   double read_timeout_s = 5;
   int grace_ms = 5000;
 };
@@ -98,6 +100,21 @@ class Signals {
   std::shared_ptr<State> state_ = std::make_shared<State>();
 };
 
+// The key from --api-key-file: its first line, without the line end and surrounding blanks.
+std::string read_api_key_file(const std::string& path) {
+  constexpr size_t kMaxKeyFile = 4096;
+  const auto bytes = read_regular_file(path, kMaxKeyFile + 1);
+  if (!bytes) fail("--api-key-file {}: cannot read it (it must be a readable regular file)", path);
+  if (bytes->size() > kMaxKeyFile)
+    fail("--api-key-file {}: larger than {} bytes", path, kMaxKeyFile);
+  std::string key(bytes->begin(), bytes->end());
+  key = key.substr(0, key.find_first_of("\r\n"));
+  const size_t b = key.find_first_not_of(" \t"), e = key.find_last_not_of(" \t");
+  key = b == std::string::npos ? "" : key.substr(b, e - b + 1);
+  if (key.empty()) fail("--api-key-file {}: the first line holds no key", path);
+  return key;
+}
+
 int serve(ServeOptions o) {
   Signals signals;
   std::signal(SIGPIPE, SIG_IGN);
@@ -107,6 +124,11 @@ int serve(ServeOptions o) {
   if (o.cache_shared && o.cache_dir.empty())
     fail("--cache-shared needs --cache-dir (the folder the servers share)");
   o.http.max_body_bytes = *body;
+  if (!o.api_key_file.empty()) {
+    if (!o.http.api_key.empty())
+      fail("--api-key-file and --api-key (or $HEARTH_API_KEY) both give a key; give one");
+    o.http.api_key = read_api_key_file(o.api_key_file);
+  }
   o.http.read_timeout = std::chrono::milliseconds(std::lround(o.read_timeout_s * 1000));
   const TensorType kv = kv_type_option(o.kv_type);
 
@@ -225,7 +247,11 @@ void add_serve(CLI::App& app, Context& ctx) {
       "Do not serve the web chat page at / (then / is a 404 like any unknown path)");
   cmd->add_option("--api-key", o->http.api_key,
                   "Require 'Authorization: Bearer KEY' on every endpoint but /health and the web "
-                  "chat page");
+                  "chat page (visible to local users in `ps`: prefer $HEARTH_API_KEY or "
+                  "--api-key-file)")
+      ->envname("HEARTH_API_KEY");
+  cmd->add_option("--api-key-file", o->api_key_file,
+                  "Read the API key from the first line of this file");
   cmd->add_flag("--cors", o->http.cors, "Send CORS headers (Access-Control-Allow-Origin)");
   cmd->add_option("--cors-origin", o->http.cors_origin, "Allowed origin with --cors")
       ->capture_default_str();

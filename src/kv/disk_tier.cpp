@@ -6,10 +6,10 @@
 
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include "util/error.h"
 #include "util/log.h"
+#include "util/regular_file.h"
 
 namespace hearth {
 
@@ -129,6 +129,10 @@ std::vector<DiskEntry> DiskTier::scan() {
   std::error_code ec;
   for (const auto& de : fs::directory_iterator(dir_, ec)) {
     const fs::path p = de.path();
+    if (!de.is_regular_file(ec)) {  // a FIFO or device would block a read: not ours, left alone
+      if (!de.is_directory(ec)) log::warn("{}: not a regular file; ignored", p.string());
+      continue;
+    }
     if (p.extension() != ".kvb") {  // leftovers of interrupted writes
       fs::remove(p, ec);
       continue;
@@ -153,11 +157,7 @@ std::vector<DiskEntry> DiskTier::scan() {
 }
 
 std::vector<uint8_t> DiskTier::read_head(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<uint8_t> head(64 << 10);
-  in.read(reinterpret_cast<char*>(head.data()), static_cast<std::streamsize>(head.size()));
-  head.resize(static_cast<size_t>(in.gcount()));
-  return head;
+  return read_regular_file(path, 64 << 10).value_or(std::vector<uint8_t>{});
 }
 
 std::optional<DiskEntry> DiskTier::probe(uint64_t hash, std::span<const int32_t> tokens) {
@@ -215,7 +215,8 @@ bool DiskTier::write_file(const Job& job) {
 
   const std::string path = path_of(e.hash);
   const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // O_NONBLOCK: a FIFO in the way fails the write at once instead of waiting for a reader.
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0644);
   if (fd < 0) return false;
   size_t done = 0;
   while (done < out.size()) {
@@ -276,18 +277,10 @@ bool DiskTier::read(uint64_t hash, std::span<const int32_t> tokens, uint8_t* blo
     }
   }
   const std::string path = path_of(hash);
-  std::ifstream in(path, std::ios::binary);
+  const size_t max_size = (64u << 10) + block_bytes_ + 8;
   std::vector<uint8_t> file;
-  if (in) {
-    in.seekg(0, std::ios::end);
-    const auto size = static_cast<size_t>(in.tellg());
-    in.seekg(0);
-    if (size <= (64u << 10) + block_bytes_ + 8) {
-      file.resize(size);
-      in.read(reinterpret_cast<char*>(file.data()), static_cast<std::streamsize>(size));
-      if (static_cast<size_t>(in.gcount()) != size) file.clear();
-    }
-  }
+  if (auto read = read_regular_file(path, max_size + 1); read && read->size() <= max_size)
+    file = std::move(*read);
   DiskEntry e;
   size_t at = 0;
   bool ok = !file.empty() && parse(file, file.size(), e, at) && e.hash == hash &&

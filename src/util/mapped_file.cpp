@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "util/error.h"
+#include "util/regular_file.h"
 
 namespace hearth {
 
@@ -22,17 +23,14 @@ void MappedFile::drop_pages(const void* p, size_t n) {
 }
 
 MappedFile::MappedFile(const std::string& path) : path_(path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = open_regular_file(path);
+  if (fd < 0 && errno == EINVAL) fail("{}: not a regular file (a FIFO, device or folder)", path);
   if (fd < 0) fail("{}: cannot open: {}", path, std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     int e = errno;
     ::close(fd);
     fail("{}: cannot stat: {}", path, std::strerror(e));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail("{}: not a regular file", path);
   }
   size_ = static_cast<size_t>(st.st_size);
   if (size_ > 0) {

@@ -3,10 +3,12 @@
 #include "kv/disk_tier.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -143,6 +145,35 @@ TEST(DiskTier, CorruptTruncatedForeignAndStrayFilesAreIgnored) {
   }
   EXPECT_EQ(left, 1u) << "only the valid file remains";
   EXPECT_GE(d.stats().rejected, 6);
+}
+
+// A FIFO in the cache folder (under a block's own name, or any other) would block a read
+// forever: the scan and the reads pass it by, and a write in its place fails at once.
+TEST(DiskTier, FifosInTheFolderAreSkippedWithoutBlocking) {
+  TempDir dir;
+  const size_t bytes = 256;
+  const DiskEntry a = entry(kChainRoot, {1, 2}), b = entry(kChainRoot, {3, 4});
+  fs::path sub;
+  {
+    DiskTier d(dir.path.string(), "model-f", bytes, 1 << 20);
+    d.write(a, pattern(bytes, 4).data());
+    d.flush();
+    sub = d.dir();
+  }
+  const auto name = [&](const DiskEntry& e) { return sub / fmt::format("{:016x}.kvb", e.hash); };
+  ASSERT_EQ(::mkfifo(name(b).c_str(), 0600), 0);
+  ASSERT_EQ(::mkfifo((sub / "stray.fifo").c_str(), 0600), 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  DiskTier d(dir.path.string(), "model-f", bytes, 1 << 20);
+  const auto found = d.scan();
+  ASSERT_EQ(found.size(), 1u);
+  std::vector<uint8_t> got(bytes);
+  EXPECT_TRUE(d.read(a.hash, a.tokens, got.data()));
+  EXPECT_FALSE(d.read(b.hash, b.tokens, got.data()));
+  EXPECT_FALSE(d.probe(b.hash, b.tokens));
+  d.write(b, pattern(bytes, 5).data());
+  d.flush();
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 2.0);
 }
 
 TEST(PrefixCacheDisk, EvictedBlocksComeBackAndCorruptOnesAreRecomputed) {
