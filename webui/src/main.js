@@ -107,18 +107,26 @@ function open(c) {
 }
 
 // ---- messages ----
-function statsText(s) {
-  if (!s) return '';
+// The figures line under a reply, as text nodes and <b> elements: the stats may come from an
+// imported file, so none of their values is ever parsed as markup.
+function statsNodes(s) {
+  if (!s) return [];
   const parts = [];
+  const bold = (v) => {
+    const b = document.createElement('b');
+    b.textContent = String(v);
+    return b;
+  };
   const num = (v, d = 0) => (typeof v === 'number' && Number.isFinite(v) ? v.toFixed(d) : null);
-  if (s.prompt_tokens !== undefined) parts.push(`prompt <b>${s.prompt_tokens}</b>`);
-  if (s.cached_tokens !== undefined) parts.push(`cached <b>${s.cached_tokens}</b>`);
-  if (s.prefilled_tokens !== undefined) parts.push(`prefilled <b>${s.prefilled_tokens}</b>`);
-  if (num(s.ttft_ms) !== null) parts.push(`first token <b>${num(s.ttft_ms)}</b> ms`);
-  if (num(s.tokens_per_second, 1) !== null) parts.push(`<b>${num(s.tokens_per_second, 1)}</b> tokens/s`);
-  if (s.completion_tokens !== undefined) parts.push(`${s.completion_tokens} generated`);
-  if (s.stopped) parts.push('stopped');
-  return parts.join(' · ');
+  if (s.prompt_tokens !== undefined) parts.push(['prompt ', bold(s.prompt_tokens)]);
+  if (s.cached_tokens !== undefined) parts.push(['cached ', bold(s.cached_tokens)]);
+  if (s.prefilled_tokens !== undefined) parts.push(['prefilled ', bold(s.prefilled_tokens)]);
+  if (num(s.ttft_ms) !== null) parts.push(['first token ', bold(num(s.ttft_ms)), ' ms']);
+  if (num(s.tokens_per_second, 1) !== null)
+    parts.push([bold(num(s.tokens_per_second, 1)), ' tokens/s']);
+  if (s.completion_tokens !== undefined) parts.push([`${s.completion_tokens} generated`]);
+  if (s.stopped) parts.push(['stopped']);
+  return parts.flatMap((p, i) => (i ? [' · ', ...p] : p));
 }
 
 function messageView(m, index) {
@@ -143,7 +151,7 @@ function messageView(m, index) {
   if (m.stats) {
     const st = document.createElement('div');
     st.className = 'stats';
-    st.innerHTML = statsText(m.stats);  // numbers and fixed words only
+    st.append(...statsNodes(m.stats));
     div.append(st);
   }
   const actions = document.createElement('div');

@@ -62,16 +62,18 @@ DOMPurify.addHook('afterSanitizeAttributes', (node) => {
   }
 });
 
-export function markdownToHtml(text) {
+// The markdown as sanitized nodes: DOMPurify hands back the tree it checked, so no string of
+// markup is parsed again on its way into the page (nothing here assigns innerHTML).
+export function markdownToFragment(text) {
   const html = marked.parse(String(text || ''), { async: false });
   return DOMPurify.sanitize(html, { FORBID_TAGS: ['style', 'form', 'input', 'img'],
-                                    FORBID_ATTR: ['style'] });
+                                    FORBID_ATTR: ['style'], RETURN_DOM_FRAGMENT: true });
 }
 
 // Renders markdown into el, highlighting code and adding copy buttons (done == false while the
 // reply still streams: highlighting waits for the end).
 export function renderMarkdown(el, text, done = true) {
-  el.innerHTML = markdownToHtml(text);
+  el.replaceChildren(markdownToFragment(text));
   for (const pre of el.querySelectorAll('pre')) {
     const code = pre.querySelector('code');
     if (!code) continue;
