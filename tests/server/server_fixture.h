@@ -25,8 +25,9 @@ struct Backend {
   server::ModelInfo info;
 
   // `id` names the model in /v1/models; the chat template is the file's own (none: ChatML).
+  // `kv_bytes`: the KV pool's budget (0: room for every sequence's whole context).
   Backend(const std::string& path, int max_running, int max_queued, int64_t n_ctx = 512,
-          const std::string& id = "stories260K") {
+          const std::string& id = "stories260K", size_t kv_bytes = 0) {
     model = Model::load(path);
     tok = std::make_unique<Tokenizer>(Tokenizer::from_gguf(model->file()));
     pool = std::make_unique<ops::ThreadPool>(2);
@@ -34,6 +35,7 @@ struct Backend {
     eo.max_running = max_running;
     eo.max_queued = max_queued;
     eo.max_seq_tokens = n_ctx;
+    eo.kv_bytes = kv_bytes;
     engine = std::make_unique<Engine>(*model, *tok, eo, *pool);
     engine->start();
     info.id = id;
