@@ -358,9 +358,12 @@ void Engine::attach_cached_prefix(Sequence& s) {
 PromptSplits Engine::prompt_splits(const Sequence& s) const {
   PromptSplits out;
   const Vocab& vocab = tok_.vocab();
+  // Control tokens only: content can never produce them (special text counts only inside a
+  // template's own ranges), while added (USER_DEFINED) tokens such as <tool_call> are split
+  // out of any text, so a reply that spelled one in plain pieces is the same text either way
+  // and keeps the tokens it was computed with.
   out.is_special = [&vocab](int32_t id) {
-    return vocab.valid_id(id) &&
-           (vocab.attr(id) & (kAttrControl | kAttrUserDefined | kAttrUnknown)) != 0;
+    return vocab.valid_id(id) && (vocab.attr(id) & (kAttrControl | kAttrUnknown)) != 0;
   };
   for (size_t i = s.n_lead; i < s.tokens.size() && i < s.text_ends.size(); ++i) {
     if (out.is_special(s.tokens[i]))

@@ -75,11 +75,11 @@ struct TokenText {
 
 // How a text prompt's own (cold) tokenization splits its text, which a text match respects so
 // that the tokens it leads to are the cold ones wherever they could differ in meaning:
-//  - special tokens (control and added tokens, split out before anything else): a cached
-//    special token may cover the prompt's bytes only where the prompt has one over the same
-//    bytes, and a cached plain token only where it has none. The same bytes are content in one
-//    prompt and a turn marker in another (a user who types "<|im_start|>"); a match never turns
-//    one into the other;
+//  - special tokens (`is_special`: the engine's are control tokens, which only a template's own
+//    text may produce): a cached special token may cover the prompt's bytes only where the
+//    prompt has one over the same bytes, and a cached plain token only where it has none. The
+//    same bytes are content in one prompt and a turn marker in another (a user who types
+//    "<|im_start|>"); a match never turns one into the other;
 //  - a match ends only where a cold token ends, so that the rest is the cold tokens after it
 //    (a cut inside a pre-token, e.g. between "." and a typed "<|", would re-tokenize the rest
 //    differently from a cold read).
