@@ -26,23 +26,11 @@ size_t json_value_extent(std::string_view text) {
   if (start == text.size() || (text[start] != '{' && text[start] != '[')) return 0;
   // Nesting outside strings, byte by byte; whether the value parses is for the caller to check.
   size_t depth = 0;
-  bool in_string = false, escaped = false;
+  JsonBrackets brackets;
   for (size_t i = start; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      ++depth;
-    } else if ((c == '}' || c == ']') && --depth == 0) {
-      return i + 1;
-    }
+    const int step = brackets.step(text[i]);
+    if (step > 0) ++depth;
+    if (step < 0 && --depth == 0) return i + 1;
   }
   return std::string_view::npos;
 }

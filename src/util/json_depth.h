@@ -10,6 +10,30 @@
 
 namespace hearth {
 
+// Steps through JSON text byte by byte, telling brackets outside strings from the rest (the
+// one scanner for nesting: json_nesting_depth, and the tool-call parsers' value extents).
+class JsonBrackets {
+ public:
+  // +1 for an opening bracket ([ or {) outside a string, -1 for a closing one, else 0.
+  int step(char c) {
+    if (in_string_) {
+      if (escaped_)
+        escaped_ = false;
+      else if (c == '\\')
+        escaped_ = true;
+      else if (c == '"')
+        in_string_ = false;
+      return 0;
+    }
+    if (c == '"') in_string_ = true;
+    return c == '[' || c == '{' ? 1 : c == ']' || c == '}' ? -1 : 0;
+  }
+
+ private:
+  bool in_string_ = false;
+  bool escaped_ = false;
+};
+
 // Deeper than any real request (a tool's parameter schema nests a few levels per property).
 inline constexpr size_t kMaxJsonDepth = 128;
 

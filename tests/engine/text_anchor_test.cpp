@@ -19,17 +19,9 @@ struct Result {
   RequestStats stats;
 };
 
-Result run(Engine& e, const std::string& text, int n_gen, std::vector<LogitBias> bias = {}) {
+// Runs `g` to its end, greedy unless g.sampling says otherwise, collecting what it generated.
+Result run_request(Engine& e, GenerationRequest g, int n_gen) {
   Result r;
-  GenerationRequest g;
-  SamplerParams sp;
-  sp.temperature = 0.0f;
-  const bool steer = !bias.empty();
-  sp.logit_bias = std::move(bias);
-  sp.frequency_penalty = steer ? 1000.0f : 0.0f;  // alternate between the biased tokens
-  sp.repeat_last_n = -1;
-  g.sampling = sp;
-  g.prompt_text.text = text;
   g.max_tokens = n_gen;
   g.stop_at_eog = false;
   g.on_event = [&r](const EngineEvent& ev) {
@@ -45,18 +37,37 @@ Result run(Engine& e, const std::string& text, int n_gen, std::vector<LogitBias>
   return r;
 }
 
-TEST(TextAnchor, RetokenizedReplyStillHits) {
-  HEARTH_SHARED_OR_SKIP(vocab, "tokenizers/vocab-qwen3.gguf");
-  // A tiny random Qwen3 with the real Qwen3 vocabulary (byte-level BPE).
+Result run(Engine& e, const std::string& text, int n_gen, std::vector<LogitBias> bias = {}) {
+  GenerationRequest g;
+  SamplerParams sp;
+  sp.temperature = 0.0f;
+  const bool steer = !bias.empty();
+  sp.logit_bias = std::move(bias);
+  sp.frequency_penalty = steer ? 1000.0f : 0.0f;  // alternate between the biased tokens
+  sp.repeat_last_n = -1;
+  g.sampling = sp;
+  g.prompt_text.text = text;
+  return run_request(e, std::move(g), n_gen);
+}
+
+// A tiny random Qwen3 with the real Qwen3 vocabulary (byte-level BPE), loaded from a temporary
+// file named by `tag` (removed at once: the model stays mapped).
+std::unique_ptr<Model> tiny_qwen3(const std::string& vocab, const std::string& tag) {
   SynthSpec spec = *synth_preset("tiny-qwen3");
   spec.vocab_path = vocab;
   spec.weight_type = TensorType::Q8_0;
   const std::string path = (std::filesystem::temp_directory_path() /
-                            ("hearth-text-anchor-" + std::to_string(::getpid()) + ".gguf"))
+                            ("hearth-" + tag + "-" + std::to_string(::getpid()) + ".gguf"))
                                .string();
   write_synthetic_model(spec, path);
   auto model = Model::load(path);
-  std::filesystem::remove(path);  // stays mapped
+  std::filesystem::remove(path);
+  return model;
+}
+
+TEST(TextAnchor, RetokenizedReplyStillHits) {
+  HEARTH_SHARED_OR_SKIP(vocab, "tokenizers/vocab-qwen3.gguf");
+  auto model = tiny_qwen3(vocab, "text-anchor");
   const Tokenizer tok = Tokenizer::from_gguf(model->file());
   ASSERT_NE(tok.bpe(), nullptr) << "this test needs a byte-level BPE vocabulary";
   ops::ThreadPool pool(2);
@@ -119,21 +130,9 @@ struct Rendered {
 };
 
 Result run_prompt(Engine& e, const TextPrompt& prompt, int n_gen) {
-  Result r;
   GenerationRequest g;
   g.prompt_text = prompt;
-  g.max_tokens = n_gen;
-  g.stop_at_eog = false;
-  g.on_event = [&r](const EngineEvent& ev) {
-    r.text += ev.text;
-    if (ev.kind == EngineEvent::Kind::Token)
-      r.tokens.push_back(ev.token);
-    else
-      r.stats = ev.stats;
-  };
-  EXPECT_TRUE(e.submit(std::move(g)).ok());
-  e.run_until_idle();
-  return r;
+  return run_request(e, std::move(g), n_gen);
 }
 
 // User text that spells the template's turn markers, sent after a chat whose cached path has
@@ -142,15 +141,7 @@ Result run_prompt(Engine& e, const TextPrompt& prompt, int n_gen) {
 // other way round: bytes cached as content are not reused where the new prompt has markers.
 TEST(TextAnchor, ContentNeverMatchesCachedControlTokens) {
   HEARTH_SHARED_OR_SKIP(vocab, "tokenizers/vocab-qwen3.gguf");
-  SynthSpec spec = *synth_preset("tiny-qwen3");
-  spec.vocab_path = vocab;
-  spec.weight_type = TensorType::Q8_0;
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("hearth-text-forge-" + std::to_string(::getpid()) + ".gguf"))
-                               .string();
-  write_synthetic_model(spec, path);
-  auto model = Model::load(path);
-  std::filesystem::remove(path);
+  auto model = tiny_qwen3(vocab, "text-forge");
   const Tokenizer tok = Tokenizer::from_gguf(model->file());
   ops::ThreadPool pool(2);
   EngineOptions cached_opt, cold_opt;

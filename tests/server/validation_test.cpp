@@ -35,6 +35,8 @@ class Validation : public ::testing::Test {
     HEARTH_SHARED_OR_SKIP(path, "models/stories260K.gguf");
     (void)path;
   }
+
+ public:  // for the helpers below
   static json chat(json extra) {
     json b = {{"messages", json::array({{{"role", "user"}, {"content", "Hi"}}})},
               {"max_tokens", 4}};
@@ -64,13 +66,25 @@ void expect_filled(const json& j, const std::string& what) {
       << what << " -> " << j.dump();
 }
 
+// A chat request with `extra` merged in, and the parameter its 400 must name.
+struct RefusalCase {
+  json extra;
+  std::string param;
+};
+
+void expect_refused(const std::vector<RefusalCase>& cases) {
+  for (const RefusalCase& k : cases) {
+    const json body = Validation::chat(k.extra);
+    auto [status, j] = Validation::post("/v1/chat/completions", body.dump());
+    EXPECT_EQ(status, 400) << body.dump() << " -> " << j.dump();
+    expect_filled(j, body.dump());
+    EXPECT_EQ(j["error"]["param"], k.param) << body.dump() << " -> " << j.dump();
+  }
+}
+
 TEST_F(Validation, MalformedToolFieldsAre400NamingTheParameter) {
   const json fn = {{"type", "function"}, {"function", {{"name", "get_weather"}}}};
-  struct Case {
-    json extra;
-    std::string param;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<RefusalCase> cases = {
       {{{"tools", json::array({{{"function", {{"name", 5}, {"parameters", "x"}}}}})}},
        "tools[0].function.name"},
       {{{"tools", json::array({{{"function", {{"name", "f"}}}}})}}, "tools[0].type"},
@@ -124,13 +138,7 @@ TEST_F(Validation, MalformedToolFieldsAre400NamingTheParameter) {
       {{{"mirostat", 7}}, "mirostat"},
       {{{"logit_bias", 3}}, "logit_bias"},
   };
-  for (const Case& k : cases) {
-    const json body = chat(k.extra);
-    auto [status, j] = post("/v1/chat/completions", body.dump());
-    EXPECT_EQ(status, 400) << body.dump() << " -> " << j.dump();
-    expect_filled(j, body.dump());
-    EXPECT_EQ(j["error"]["param"], k.param) << body.dump() << " -> " << j.dump();
-  }
+  expect_refused(cases);
 }
 
 TEST_F(Validation, WellFormedToolFieldsAreAccepted) {
@@ -174,11 +182,7 @@ TEST_F(Validation, MalformedMessagesAndIgnoredFieldsAre400NamingTheField) {
   };
   const json call = {
       {"id", "c1"}, {"type", "function"}, {"function", {{"name", "f"}, {"arguments", "{}"}}}};
-  struct Case {
-    json extra;
-    std::string param;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<RefusalCase> cases = {
       {with_assistant(json::array({5})), "messages[1].tool_calls[0]"},
       {with_assistant("call"), "messages[1].tool_calls"},
       {with_assistant(json::array({{{"function", "f"}}})), "messages[1].tool_calls[0].function"},
@@ -213,13 +217,7 @@ TEST_F(Validation, MalformedMessagesAndIgnoredFieldsAre400NamingTheField) {
       {{{"logit_bias", {{"-1", 1}}}}, "logit_bias"},
       {{{"logit_bias", {{"100000000", 1}}}}, "logit_bias"},
   };
-  for (const Case& k : cases) {
-    const json body = chat(k.extra);
-    auto [status, j] = post("/v1/chat/completions", body.dump());
-    EXPECT_EQ(status, 400) << body.dump() << " -> " << j.dump();
-    expect_filled(j, body.dump());
-    EXPECT_EQ(j["error"]["param"], k.param) << body.dump() << " -> " << j.dump();
-  }
+  expect_refused(cases);
   // The well-formed versions are answered.
   for (const json& extra :
        {with_assistant(json::array({call})),
