@@ -28,8 +28,8 @@ class GrammarConstraint {
   GrammarConstraint(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> trie);
 
   // Why nothing can be generated under `grammar` with this vocabulary from its start (the
-  // matcher past its limits there, e.g. a 10,000-way alternative, or no token that begins a
-  // match while the empty text is no match either), or "" when something can. For a refusal
+  // matcher past its limits there, e.g. a 10,000-way alternative, or no token whose first byte
+  // begins a match while the empty text is no match either), or "" when something can. For a refusal
   // before generation starts; the same conditions later in the text end the reply (sample()).
   static std::string start_problem(std::shared_ptr<const Grammar> grammar,
                                    std::shared_ptr<const TokenTrie> trie);
