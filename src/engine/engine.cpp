@@ -342,9 +342,10 @@ SeqView Engine::kv_view(const Sequence& s) {
 // first for a text prompt's first admission: kv/kv_manager.h).
 void Engine::attach_cached_prefix(Sequence& s) {
   if (!kv_.caching() || s.n_computed > 0 || kv_.holds(s.id)) return;
-  TextAttach text{s.n_lead, s.text, [&](const PrefixMatch& m) { return adopt_text_match(s, m); },
-                  prompt_splits(s)};
   const bool by_text = s.has_text && !s.admitted_once;
+  // The splits walk the prompt's tokens: built only for the first admission's text match.
+  TextAttach text{s.n_lead, s.text, [&](const PrefixMatch& m) { return adopt_text_match(s, m); },
+                  by_text ? std::optional(prompt_splits(s)) : std::nullopt};
   s.n_computed = kv_.attach(s.id, s.tokens, by_text ? &text : nullptr, opt_.max_seq_tokens - 1);
   if (!s.admitted_once) {
     s.stats.cached_tokens = s.n_computed;
