@@ -2,7 +2,6 @@
 
 #include <map>
 
-#include "engine/engine.h"
 #include "util/error.h"
 
 namespace hearth::chat {

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "chat/chat_formatter.h"
-#include "engine/request.h"
+#include "tokenizer/text_prompt.h"
 #include "tokenizer/tokenizer.h"
 
 namespace hearth::chat {

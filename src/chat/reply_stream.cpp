@@ -25,16 +25,14 @@ ReasoningDelta ReplyStream::finish() {
   return record(splitter_->finish());
 }
 
-ReasoningDelta ReplyStream::push(const EngineEvent& e) {
-  ReasoningDelta d = push(e.text);
-  if (e.kind == EngineEvent::Kind::Finished) append(d, finish());
+ReasoningDelta ReplyStream::push(std::string_view text, bool last) {
+  ReasoningDelta d = push(text);
+  if (last) append(d, finish());
   return d;
 }
 
 ReasoningDelta ReplyStream::whole(std::string_view text) {
-  ReasoningDelta d = push(text);
-  append(d, finish());
-  return d;
+  return push(text, true);
 }
 
 }  // namespace hearth::chat

@@ -1,7 +1,7 @@
 // One reply as a chat client sees it: the generated text in, answer (content) and reasoning
 // deltas out. The one place a reply is split into reasoning and answer, shared by the server's
 // chat replies (which feed it the coalesced text of the engine's events) and `hearth chat`
-// (which feeds it the engine's events as they come). Without a splitter everything is content.
+// (which feeds it the engine's token texts as they come). Without a splitter everything is content.
 #pragma once
 
 #include <optional>
@@ -9,7 +9,6 @@
 #include <string_view>
 
 #include "chat/reasoning.h"
-#include "engine/request.h"
 
 namespace hearth::chat {
 
@@ -25,8 +24,8 @@ class ReplyStream {
   ReasoningDelta push(std::string_view text);
   // The end of the reply: what was held back (an undecided marker).
   ReasoningDelta finish();
-  // An engine event: a Token's text, or a Finished event's held-back text and the end.
-  ReasoningDelta push(const EngineEvent& e);
+  // Text as it comes, and whether the reply ends with it (the held-back text is let go).
+  ReasoningDelta push(std::string_view text, bool last);
   // A whole reply at once (push then finish, in one delta).
   ReasoningDelta whole(std::string_view text);
 

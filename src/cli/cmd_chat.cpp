@@ -71,7 +71,7 @@ int run_chat(const ChatOptions& o) {
     chat::ReplyStream reply(formatter.reasoning_splitter(prompt.rendered));
     std::string error;
     req.on_event = [&](const EngineEvent& e) {
-      const chat::ReasoningDelta d = reply.push(e);
+      const chat::ReasoningDelta d = reply.push(e.text, e.kind == EngineEvent::Kind::Finished);
       write_out(stderr, d.reasoning);
       write_out(stdout, d.content);
       if (e.kind == EngineEvent::Kind::Finished &&

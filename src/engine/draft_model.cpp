@@ -75,7 +75,7 @@ bool DraftModel::start(const DraftAsk& ask, bool follow, Live& live) {
   Seq& s = seqs_[ask.id];
   const auto L = static_cast<int64_t>(ask.tokens.size());
   if (!s.attached) {
-    const int64_t n = kv_.caching() ? kv_.attach(ask.id, ask.tokens, nullptr, L - 1) : 0;
+    const int64_t n = kv_.caching() ? kv_.attach(ask.id, ask.tokens, L - 1) : 0;
     s.tokens.assign(ask.tokens.begin(), ask.tokens.begin() + n);
     s.attached = true;
   }

@@ -58,60 +58,6 @@ KvCacheOptions kv_cache_options(const Model& model, const EngineOptions& o) {
   return c;
 }
 
-// Lead tokens the vocabulary adds before a text prompt (BOS), with add_special.
-std::vector<int32_t> lead_tokens(const Tokenizer& tok, const TextPrompt& p) {
-  if (p.add_special && tok.vocab().add_bos() && tok.bos() >= 0) return {tok.bos()};
-  return {};
-}
-
-// The prompt's text as ids (without lead tokens), special-token text parsed as it asks.
-std::vector<int32_t> encode_text(const Tokenizer& tok, const TextPrompt& p) {
-  if (!p.parse_special) return tok.encode(p.text, false, false);
-  if (p.special_ranges.empty()) return tok.encode(p.text, false, true);
-  return tok.encode_with_control_ranges(p.text, false, p.special_ranges);
-}
-
-// Per-token text of `tokens[from..]` as the concatenation of their pieces, when that
-// reproduces `text` exactly (byte-level BPE does; SPM's added space prefix does not).
-bool piece_ends(const Tokenizer& tok, std::span<const int32_t> tokens, std::string_view text,
-                uint32_t base, std::vector<uint32_t>& ends) {
-  size_t at = 0;
-  for (int32_t id : tokens) {
-    const std::string piece = tok.token_to_piece(id, true);
-    if (text.substr(at, piece.size()) != piece) return false;
-    at += piece.size();
-    ends.push_back(base + static_cast<uint32_t>(at));
-  }
-  return at == text.size();
-}
-
-// A text prompt's ids and the text each token ends at (when the pieces reproduce the text).
-struct TextIds {
-  size_t n_lead = 0;
-  bool has_text = false;
-  std::vector<uint32_t> ends;
-};
-
-// Fills r.prompt from r.prompt_text: its own ids when the caller tokenized it already,
-// otherwise the text is tokenized here (once).
-TextIds tokenize_text(const Tokenizer& tok, GenerationRequest& r) {
-  TextPrompt& tp = r.prompt_text;
-  TextIds out;
-  r.prompt = lead_tokens(tok, tp);
-  out.n_lead = r.prompt.size();
-  if (!tp.tokens.empty()) {
-    r.prompt = std::move(tp.tokens);
-    tp.tokens.clear();
-  } else {
-    const std::vector<int32_t> body = encode_text(tok, tp);
-    r.prompt.insert(r.prompt.end(), body.begin(), body.end());
-  }
-  out.ends.assign(out.n_lead, 0);
-  out.has_text = r.prompt.size() >= out.n_lead &&
-                 piece_ends(tok, std::span(r.prompt).subspan(out.n_lead), tp.text, 0, out.ends);
-  return out;
-}
-
 // The plain chain of requests without `sampling`: softmax(logits / T), greedy at T = 0.
 SamplerParams plain_sampling(const GenerationRequest& r) {
   SamplerParams p;
@@ -125,13 +71,6 @@ SamplerParams plain_sampling(const GenerationRequest& r) {
 }
 
 }  // namespace
-
-std::vector<int32_t> tokenize_prompt(const Tokenizer& tok, const TextPrompt& prompt) {
-  std::vector<int32_t> ids = lead_tokens(tok, prompt);
-  const std::vector<int32_t> body = encode_text(tok, prompt);
-  ids.insert(ids.end(), body.begin(), body.end());
-  return ids;
-}
 
 Engine::Engine(const Model& model, const Tokenizer& tokenizer, EngineOptions options,
                ops::ThreadPool& pool)
@@ -170,9 +109,11 @@ Engine::~Engine() {
 }
 
 SubmitResult Engine::submit(GenerationRequest request) {
-  TextIds text_ids;
-  if (request.prompt.empty() && !request.prompt_text.text.empty())
-    text_ids = tokenize_text(tok_, request);
+  PromptTokens text_ids;
+  if (request.prompt.empty() && !request.prompt_text.text.empty()) {
+    text_ids = tokenize_prompt_with_ends(tok_, request.prompt_text);
+    request.prompt = std::move(text_ids.ids);
+  }
   if (request.prompt.empty()) return {-1, "the prompt has no tokens"};
   const auto n_prompt = static_cast<int64_t>(request.prompt.size());
   if (request.context_limit > 0) {
@@ -342,11 +283,13 @@ SeqView Engine::kv_view(const Sequence& s) {
 // first for a text prompt's first admission: kv/kv_manager.h).
 void Engine::attach_cached_prefix(Sequence& s) {
   if (!kv_.caching() || s.n_computed > 0 || kv_.holds(s.id)) return;
-  const bool by_text = s.has_text && !s.admitted_once;
-  // The splits walk the prompt's tokens: built only for the first admission's text match.
-  TextAttach text{s.n_lead, s.text, [&](const PrefixMatch& m) { return adopt_text_match(s, m); },
-                  by_text ? std::optional(prompt_splits(s)) : std::nullopt};
-  s.n_computed = kv_.attach(s.id, s.tokens, by_text ? &text : nullptr, opt_.max_seq_tokens - 1);
+  if (s.has_text && !s.admitted_once) {
+    const PromptSplits splits = prompt_splits(s);
+    const TextHit hit = kv_.match_text(s.id, std::span(s.tokens).first(s.n_lead), s.text,
+                                       opt_.max_seq_tokens - 1, &splits);
+    if (hit.n_tokens() > 0) adopt_text_hit(s, hit);
+  }
+  s.n_computed = kv_.attach(s.id, s.tokens, opt_.max_seq_tokens - 1);
   if (!s.admitted_once) {
     s.stats.cached_tokens = s.n_computed;
     if (!s.req.warm) count_warm_hits(s);
@@ -374,22 +317,21 @@ PromptSplits Engine::prompt_splits(const Sequence& s) const {
   return out;
 }
 
-// A text match: the sequence keeps the cached tokens, then the prompt's own tokens after the
-// text they cover (the match ends where one of those ends: PromptSplits). On the first
+// A text hit: the sequence keeps the cached tokens, then the prompt's own tokens after the
+// text they cover (the hit ends where one of those ends: PromptSplits). On the first
 // admission, when this runs, s.tokens and s.text_ends are still the prompt's cold tokenization.
-std::span<const int32_t> Engine::adopt_text_match(Sequence& s, const PrefixMatch& m) {
+void Engine::adopt_text_hit(Sequence& s, const TextHit& hit) {
   const auto cold_end = s.text_ends.begin() + static_cast<ptrdiff_t>(s.n_lead);
-  const auto after = std::upper_bound(cold_end, s.text_ends.end(), m.text_bytes);
+  const auto after = std::upper_bound(cold_end, s.text_ends.end(), hit.text_bytes);
   const auto first = static_cast<size_t>(after - s.text_ends.begin());  // the first cold token left
-  std::vector<int32_t> tokens = m.tokens;
+  std::vector<int32_t> tokens = hit.tokens;
   tokens.insert(tokens.end(), s.tokens.begin() + static_cast<ptrdiff_t>(first), s.tokens.end());
-  std::vector<uint32_t> ends = m.ends;  // the cached path's own text, then the cold tokens'
-  s.has_text = ends.size() == m.tokens.size();
+  std::vector<uint32_t> ends = hit.ends;  // the cached path's own text, then the cold tokens'
+  s.has_text = ends.size() == hit.tokens.size();
   if (s.has_text) ends.insert(ends.end(), after, s.text_ends.end());
   s.text_ends = s.has_text ? std::move(ends) : std::vector<uint32_t>{};
   s.tokens = std::move(tokens);
   s.stats.prompt_tokens = static_cast<int64_t>(s.tokens.size());
-  return s.tokens;
 }
 
 SeqFacts Engine::facts(const Sequence& s) const {

@@ -101,10 +101,6 @@ struct SubmitResult {
   bool ok() const { return id >= 0; }
 };
 
-// A text prompt's ids as the engine makes them: the vocabulary's lead tokens (BOS, with
-// add_special) then the text, special-token text parsed only inside special_ranges.
-std::vector<int32_t> tokenize_prompt(const Tokenizer& tok, const TextPrompt& prompt);
-
 class Engine {
  public:
   Engine(const Model& model, const Tokenizer& tokenizer, EngineOptions options,
@@ -169,7 +165,7 @@ class Engine {
   static SeqView kv_view(const Sequence& s);
   void attach_cached_prefix(Sequence& s);
   PromptSplits prompt_splits(const Sequence& s) const;
-  std::span<const int32_t> adopt_text_match(Sequence& s, const PrefixMatch& m);
+  void adopt_text_hit(Sequence& s, const TextHit& hit);
   void publish_metrics();
 
   const Model& model_;

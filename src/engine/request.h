@@ -12,6 +12,7 @@
 
 #include "sampling/grammar.h"
 #include "sampling/params.h"
+#include "tokenizer/text_prompt.h"
 
 namespace hearth {
 
@@ -51,22 +52,6 @@ struct EngineEvent {
   FinishReason reason = FinishReason::Stop;  // Finished
   std::string error;                         // Finished with Error
   RequestStats stats;                        // Finished
-};
-
-// A prompt given as text is tokenized by the engine against the prefix cache: where the text
-// starts with a cached conversation's text, that conversation's tokens are reused as they were
-// computed, and only the rest is tokenized (see kv/prefix_cache.h).
-struct TextPrompt {
-  std::string text;
-  bool add_special = true;    // BOS (and the like) as the vocabulary asks
-  bool parse_special = true;  // special-token text becomes special tokens...
-  // ...only inside these byte ranges when non-empty (the chat template's own text, so message
-  // content cannot inject control tokens)
-  std::vector<std::pair<size_t, size_t>> special_ranges;
-  // The ids of the whole prompt (lead tokens included) when the caller has already tokenized
-  // it exactly as the engine would (tokenize_prompt, engine/engine.h); the engine then does not
-  // tokenize it again. Empty: the engine tokenizes `text`.
-  std::vector<int32_t> tokens;
 };
 
 struct GenerationRequest {

@@ -121,31 +121,45 @@ KvManager::~KvManager() {
 
 // A text prompt is matched by text first, so a previous reply that re-tokenizes differently still
 // hits; the sequence then keeps the cached tokens and tokenizes only the text after them.
-int64_t KvManager::attach(int64_t id, std::span<const int32_t> tokens, const TextAttach* text,
-                          int64_t max_tokens) {
+TextHit KvManager::match_text(int64_t id, std::span<const int32_t> lead, std::string_view text,
+                              int64_t max_tokens, const PromptSplits* splits) {
   SeqKvState& st = seqs_[id];
   release(st);
+  if (!cache_) return {};
   ensure_state_slot(st, 0);  // recurrent layers: a snapshot is restored into it
-  const int32_t slot = st.state_slot;
-  PrefixMatch m;
-  if (cache_ && text) {
-    const auto n_lead = static_cast<int64_t>(text->n_lead);
-    m = cache_->match_text(tokens.first(text->n_lead), text->text, max_tokens, slot,
-                           text->splits ? &*text->splits : nullptr);
-    if (m.n_tokens() > n_lead) tokens = text->adopt(m);
-    // No text hit, or all of the prompt cached (one token must still run for logits): match
-    // by tokens below.
-    if (m.n_tokens() <= n_lead || m.n_tokens() >= static_cast<int64_t>(tokens.size()))
-      release_match(m);
+  PrefixMatch m = cache_->match_text(lead, text, max_tokens, st.state_slot, splits);
+  if (m.n_tokens() <= static_cast<int64_t>(lead.size())) {
+    release_match(m);
+    return {};
   }
+  TextHit hit{m.tokens, m.ends, m.text_bytes};
+  st.text_match = std::move(m);
+  return hit;
+}
+
+int64_t KvManager::attach(int64_t id, std::span<const int32_t> tokens, int64_t max_tokens) {
+  SeqKvState& st = seqs_[id];
+  PrefixMatch m = std::move(st.text_match);
+  st.text_match = {};
+  if (m.blocks.empty()) release(st);  // a text hit holds the sequence's slot already
+  ensure_state_slot(st, 0);           // recurrent layers: a snapshot is restored into it
+  // All of the prompt cached by text: one token must still run for logits; match by tokens.
+  if (m.n_tokens() >= static_cast<int64_t>(tokens.size())) release_match(m);
   const int64_t limit = std::min(max_tokens, static_cast<int64_t>(tokens.size()) - 1);
   if (cache_ && m.blocks.empty()) {
-    m = cache_->match(tokens, limit, slot);
+    m = cache_->match(tokens, limit, st.state_slot);
   } else if (cache_) {
     // A text hit may stop where this process's tree does while a process sharing the cache
     // folder wrote the blocks after it (a conversation moved here): they count too.
     cache_->extend_from_disk(m, tokens, limit);
   }
+  adopt_match(st, m, tokens);
+  return m.n_tokens();
+}
+
+// The match becomes the sequence's first blocks (and, on recurrent layers, its state).
+void KvManager::adopt_match(SeqKvState& st, PrefixMatch& m, std::span<const int32_t> tokens) {
+  const int32_t slot = st.state_slot;
   if (recurrent()) {
     // The state must cover exactly the matched tokens; a match cut short (a block that could
     // not be read back) recomputes from the start.
@@ -162,7 +176,6 @@ int64_t KvManager::attach(int64_t id, std::span<const int32_t> tokens, const Tex
   st.window = std::move(m.window_blocks);
   // Windows: the prompt's path is cached once computed, while its tail still holds its window.
   if (window_pool_) st.cache_at = static_cast<int64_t>(tokens.size());
-  return m.n_tokens();
 }
 
 // A sequence of a recurrent model holds a working slot from its first token on (zeros: the
@@ -412,6 +425,7 @@ void KvManager::release_match(PrefixMatch& m) {
 }
 
 void KvManager::release(SeqKvState& st) {
+  release_match(st.text_match);
   release(st.blocks);
   for (int32_t b : st.window)
     if (b >= 0) window_pool_->release(b);

@@ -185,16 +185,13 @@ struct SeqView {
   TokenText text;                   // empty `ends`: no per-token text
 };
 
-// A text prompt's part of admission. Given a text match longer than the lead tokens, `adopt`
-// makes the sequence's tokens the match's own tokens plus the text after it tokenized afresh,
-// and returns them.
-struct TextAttach {
-  size_t n_lead = 0;      // tokens before the text (BOS), matched by id
-  std::string_view text;  // the prompt text
-  std::function<std::span<const int32_t>(const PrefixMatch&)> adopt;
-  // The prompt's cold tokenization, which a match respects (none: the match follows the text
-  // alone; the engine always gives it).
-  std::optional<PromptSplits> splits;
+// What a text lookup found (KvManager::match_text): the cached path's own tokens, the text
+// each ends at, and the prompt bytes they cover. The caller continues the sequence from them.
+struct TextHit {
+  std::vector<int32_t> tokens;
+  std::vector<uint32_t> ends;  // per token while the cached path has text (may stop short)
+  size_t text_bytes = 0;
+  int64_t n_tokens() const { return static_cast<int64_t>(tokens.size()); }
 };
 
 // One sequence's cached state. See the header comment for how other layer kinds join it.
@@ -205,6 +202,7 @@ struct SeqKvState {
   int64_t branch_point = 0;      // where it left the cached path (0: none)
   std::vector<int32_t> window;   // sliding-window layers: window blocks, -1 once slid out
   int64_t cache_at = 0;          // window caches: the prompt's end, cached when computed
+  PrefixMatch text_match;        // held from match_text until attach takes it
 };
 
 class KvManager {
@@ -215,10 +213,18 @@ class KvManager {
   KvManager(const KvManager&) = delete;
   KvManager& operator=(const KvManager&) = delete;
 
-  // On admission: the longest cached prefix of the sequence's tokens (with `text`, by text
-  // first) at most `max_tokens` long becomes its first blocks; returns the tokens it covers.
-  int64_t attach(int64_t id, std::span<const int32_t> tokens, const TextAttach* text,
-                 int64_t max_tokens);
+  // A text prompt's first admission begins here: the longest cached path, at most `max_tokens`
+  // long, that `lead` (matched by id) and then `text` start with, respecting the prompt's cold
+  // tokenization (`splits`; none: the text alone decides, the engine always gives them). The
+  // hit is held for the sequence until attach; what it covers is returned, empty when it covers
+  // no more than `lead`. The caller then makes the sequence's tokens the hit's own followed by
+  // its cold tokens after `text_bytes`, and attaches them.
+  TextHit match_text(int64_t id, std::span<const int32_t> lead, std::string_view text,
+                     int64_t max_tokens, const PromptSplits* splits = nullptr);
+  // On admission: the sequence's first blocks, at most `max_tokens` long: the text hit held by
+  // match_text when there is one and it leaves a token to compute, otherwise the longest cached
+  // prefix of `tokens`. Returns the tokens they cover.
+  int64_t attach(int64_t id, std::span<const int32_t> tokens, int64_t max_tokens);
   // Room for `n_new` tokens after the `n_computed` the sequence has, the block the next token
   // writes its own; false when the pool (after evicting all it can) is short.
   bool allocate_slots(int64_t id, int64_t n_computed, int64_t n_new);
@@ -279,6 +285,7 @@ class KvManager {
   bool make_writable(std::vector<int32_t>& table, int64_t n_computed, bool window);
   bool slide_window(SeqKvState& st, int64_t n_computed, int64_t need);
   void release_match(PrefixMatch& m);
+  void adopt_match(SeqKvState& st, PrefixMatch& m, std::span<const int32_t> tokens);
   void insert(const SeqView& s, const std::vector<int32_t>& blocks,
               const std::vector<int32_t>& window);
   void cache_path(const SeqView& s, bool anchor);

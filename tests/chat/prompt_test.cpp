@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 
 #include "common/shared_data.h"
-#include "engine/engine.h"
 #include "gguf/reader.h"
+#include "tokenizer/text_prompt.h"
 
 namespace hearth::chat {
 namespace {

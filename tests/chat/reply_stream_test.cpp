@@ -1,5 +1,5 @@
-// The reply stream shared by the server's chat replies and `hearth chat`: engine events or text
-// in, content and reasoning out, the same whichever way the reply is fed.
+// The reply stream shared by the server's chat replies and `hearth chat`: token texts or whole
+// text in, content and reasoning out, the same whichever way the reply is fed.
 #include "chat/reply_stream.h"
 
 #include <gtest/gtest.h>
@@ -10,18 +10,16 @@
 namespace hearth::chat {
 namespace {
 
-EngineEvent token(std::string text) {
-  EngineEvent e;
-  e.token = 1;
-  e.text = std::move(text);
-  return e;
+// A piece of the reply as the engine's events give it: a token's text, or the end.
+struct Piece {
+  std::string text;
+  bool last = false;
+};
+Piece token(std::string text) {
+  return {std::move(text)};
 }
-
-EngineEvent finished(std::string text) {
-  EngineEvent e;
-  e.kind = EngineEvent::Kind::Finished;
-  e.text = std::move(text);
-  return e;
+Piece finished(std::string text) {
+  return {std::move(text), true};
 }
 
 TEST(ReplyStream, WithoutSplitterAllIsContentAsItComes) {
@@ -38,9 +36,9 @@ TEST(ReplyStream, EventsSplitReasoningAndFinishedReleasesTheRest) {
   ReplyStream r{ReasoningSplitter()};
   EXPECT_TRUE(r.splits());
   std::string reasoning, content;
-  for (const EngineEvent& e :
+  for (const Piece& e :
        {token("<thi"), token("nk>why"), token(" </th"), token("ink>\n\nso"), finished("!")}) {
-    const ReasoningDelta d = r.push(e);
+    const ReasoningDelta d = r.push(e.text, e.last);
     reasoning += d.reasoning;
     content += d.content;
   }
@@ -52,8 +50,8 @@ TEST(ReplyStream, EventsSplitReasoningAndFinishedReleasesTheRest) {
 
 TEST(ReplyStream, HeldBackMarkerStartReleasedAtFinished) {
   ReplyStream r{ReasoningSplitter()};
-  EXPECT_TRUE(r.push(token("<thi")).empty());  // maybe the open marker
-  const ReasoningDelta d = r.push(finished(""));
+  EXPECT_TRUE(r.push("<thi", false).empty());  // maybe the open marker
+  const ReasoningDelta d = r.push("", true);
   EXPECT_EQ(d.content, "<thi");
   EXPECT_EQ(r.content(), "<thi");
 }

@@ -50,9 +50,9 @@ TEST(KvManager, AttachMatchesTheCachedPrefixByTokens) {
   std::vector<int32_t> b = iota_tokens(9);
   b.push_back(7);
   b.push_back(8);
-  EXPECT_EQ(kv.attach(2, b, nullptr, 100), 9);  // diverges at token 9
+  EXPECT_EQ(kv.attach(2, b, 100), 9);  // diverges at token 9
   EXPECT_EQ(kv.block_table(2).size(), 3u);
-  EXPECT_EQ(kv.attach(3, a, nullptr, 100), 9);  // all cached: the last token still runs
+  EXPECT_EQ(kv.attach(3, a, 100), 9);  // all cached: the last token still runs
   kv.free(2);
   kv.free(3);
   expect_all_returned(kv);
@@ -69,23 +69,18 @@ TEST(KvManager, AttachByTextAdoptsTheCachedTokens) {
   kv.cache_finished({1, a, 6, {text, ends}});
 
   // The same text tokenized differently (one token per two bytes) still hits.
-  std::vector<int32_t> tokens = {50, 51, 52, 53};
-  size_t adopted_at = 0;
-  TextAttach t{0, "abcdefgh", [&](const PrefixMatch& m) {
-                 adopted_at = m.text_bytes;
-                 tokens = m.tokens;
-                 tokens.insert(tokens.end(), {7, 8});
-                 return std::span<const int32_t>(tokens);
-               }};
-  EXPECT_EQ(kv.attach(2, tokens, &t, 100), 6);
-  EXPECT_EQ(adopted_at, 6u);
+  const TextHit hit = kv.match_text(2, {}, "abcdefgh", 100);
+  EXPECT_EQ(hit.text_bytes, 6u);
+  std::vector<int32_t> tokens = hit.tokens;
+  tokens.insert(tokens.end(), {7, 8});
+  EXPECT_EQ(kv.attach(2, tokens, 100), 6);
   EXPECT_EQ(tokens, (std::vector<int32_t>{1, 2, 3, 4, 5, 6, 7, 8}));
   kv.free(2);
 
   // No text hit: matched by tokens.
-  TextAttach miss{0, "xyz", [&](const PrefixMatch&) { return std::span<const int32_t>(tokens); }};
+  EXPECT_EQ(kv.match_text(3, {}, "xyz", 100).n_tokens(), 0);
   const std::vector<int32_t> c = {1, 2, 3, 9};
-  EXPECT_EQ(kv.attach(3, c, &miss, 100), 3);
+  EXPECT_EQ(kv.attach(3, c, 100), 3);
   kv.free(3);
   expect_all_returned(kv);
 }
@@ -108,23 +103,20 @@ TEST(KvManager, AttachByTextTriesEverySpellingOfTheSameText) {
   turn(1, {1, 2, 3, 4, 5, 6, 7, 8}, "abcdefgh");
   turn(2, {11, 12, 13, 14, 21, 22, 23, 24, 31, 32, 33, 34}, "abcdwxyzpqrs");
 
-  std::vector<int32_t> tokens = {99};
-  TextAttach t{0, "abcdwxyzpqrs and more", [&](const PrefixMatch& m) {
-                 tokens = m.tokens;
-                 tokens.push_back(7);
-                 return std::span<const int32_t>(tokens);
-               }};
-  EXPECT_EQ(kv.attach(3, tokens, &t, 100), 12);
-  EXPECT_EQ(tokens, (std::vector<int32_t>{11, 12, 13, 14, 21, 22, 23, 24, 31, 32, 33, 34, 7}));
+  // The hit's tokens, then a token of the prompt's own after them.
+  auto admit = [&](int64_t id, std::string_view text) {
+    std::vector<int32_t> tokens = kv.match_text(id, {}, text, 100).tokens;
+    tokens.push_back(7);
+    return std::pair(kv.attach(id, tokens, 100), tokens);
+  };
+  auto [n3, tokens3] = admit(3, "abcdwxyzpqrs and more");
+  EXPECT_EQ(n3, 12);
+  EXPECT_EQ(tokens3, (std::vector<int32_t>{11, 12, 13, 14, 21, 22, 23, 24, 31, 32, 33, 34, 7}));
   kv.free(3);
   // The other spelling still wins where it goes further.
-  TextAttach t2{0, "abcdefgh!", [&](const PrefixMatch& m) {
-                  tokens = m.tokens;
-                  tokens.push_back(7);
-                  return std::span<const int32_t>(tokens);
-                }};
-  EXPECT_EQ(kv.attach(4, tokens, &t2, 100), 8);
-  EXPECT_EQ(tokens, (std::vector<int32_t>{1, 2, 3, 4, 5, 6, 7, 8, 7}));
+  auto [n4, tokens4] = admit(4, "abcdefgh!");
+  EXPECT_EQ(n4, 8);
+  EXPECT_EQ(tokens4, (std::vector<int32_t>{1, 2, 3, 4, 5, 6, 7, 8, 7}));
   kv.free(4);
   expect_all_returned(kv);
 }
@@ -143,7 +135,7 @@ TEST(KvManager, FinishedTurnCachesUnfinishedThenFinished) {
   EXPECT_TRUE(kv.finish_turn({1, a, 10, {}}));
   EXPECT_EQ(kv.pool().refcount(partial), 2);  // the cache has it too
   // Another request finds the computed part at once.
-  EXPECT_EQ(kv.attach(2, a, nullptr, 100), 10);
+  EXPECT_EQ(kv.attach(2, a, 100), 10);
   kv.free(2);
 
   ASSERT_TRUE(kv.allocate_slots(1, 10, 1));  // the cache-only row
@@ -157,7 +149,7 @@ TEST(KvManager, FinishedTurnCachesUnfinishedThenFinished) {
 
   std::vector<int32_t> next = a;
   next.push_back(1);
-  EXPECT_EQ(kv.attach(3, next, nullptr, 100), 11);  // the whole turn
+  EXPECT_EQ(kv.attach(3, next, 100), 11);  // the whole turn
   kv.free(3);
   expect_all_returned(kv);
   EXPECT_EQ(kv.pool().n_free() + kv.cache_only_blocks(), start_free);
@@ -202,7 +194,7 @@ TEST(KvManager, PreemptionReturnsEveryBlock) {
   EXPECT_FALSE(kv.holds(2));
   expect_all_returned(kv);
   EXPECT_EQ(kv.cache_only_blocks(), 3);
-  EXPECT_EQ(kv.attach(1, a, nullptr, 100), 8);  // readmission finds it
+  EXPECT_EQ(kv.attach(1, a, 100), 8);  // readmission finds it
   kv.free(1);
   expect_all_returned(kv);
 }

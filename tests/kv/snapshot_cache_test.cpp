@@ -43,7 +43,7 @@ using test::iota_tokens;
 
 // Admits a prompt and prefills it; returns the tokens the cache covered.
 int64_t run_prompt(KvManager& kv, int64_t id, std::span<const int32_t> prompt) {
-  const int64_t cached = kv.attach(id, prompt, nullptr, 1000);
+  const int64_t cached = kv.attach(id, prompt, 1000);
   EXPECT_EQ(slot_of(kv, id), state_after(prompt.first(static_cast<size_t>(cached))));
   compute(kv, id, prompt, cached, static_cast<int64_t>(prompt.size()));
   return cached;
@@ -92,11 +92,11 @@ TEST(SnapshotCache, AHitResumesAtTheLastSnapshotAtOrBeforeTheMatch) {
   third.insert(third.end(), {9, 9, 9});
   EXPECT_EQ(run_prompt(kv, 5, third), 20);  // the branch point
   kv.free(5);
-  EXPECT_EQ(kv.attach(6, third, nullptr, 19), 16);  // never past max_tokens
+  EXPECT_EQ(kv.attach(6, third, 19), 16);  // never past max_tokens
   kv.free(6);
-  EXPECT_EQ(kv.attach(7, iota_tokens(15), nullptr, 1000), 8);
+  EXPECT_EQ(kv.attach(7, iota_tokens(15), 1000), 8);
   kv.free(7);
-  EXPECT_EQ(kv.attach(8, iota_tokens(7), nullptr, 1000), 0);  // nothing before: from zeros
+  EXPECT_EQ(kv.attach(8, iota_tokens(7), 1000), 0);  // nothing before: from zeros
   EXPECT_EQ(slot_of(kv, 8), state_after({}));
   kv.free(8);
   EXPECT_GT(kv.cache_stats()->cut_tokens, 0);
@@ -133,7 +133,7 @@ TEST(SnapshotCache, SnapshotsStayWithinTheirBudgetIntervalOnesGoFirst) {
   KvManager full(g, g.bytes_per_block() * 64, options(2));
   const std::vector<int32_t> c = iota_tokens(9, 600), d = iota_tokens(9, 700);
   for (const auto* p : {&c, &d}) {
-    full.attach(5, *p, nullptr, 1000);
+    full.attach(5, *p, 1000);
     compute(full, 5, *p, 0, 9);
     full.cache_finished({5, *p, 9, {}});
   }
@@ -143,7 +143,7 @@ TEST(SnapshotCache, SnapshotsStayWithinTheirBudgetIntervalOnesGoFirst) {
   for (const auto* p : {&c, &d}) {
     std::vector<int32_t> next = *p;
     next.push_back(1);
-    EXPECT_EQ(full.attach(7, next, nullptr, 1000), 9);
+    EXPECT_EQ(full.attach(7, next, 1000), 9);
     full.free(7);
   }
 }
@@ -162,7 +162,7 @@ TEST(SnapshotCache, EvictedBlocksTakeTheirSnapshots) {
   EXPECT_EQ(kv.cache_stats()->snapshots, 0);
   EXPECT_EQ(kv.states().n_snapshots(), 0);
   kv.free(2);
-  EXPECT_EQ(kv.attach(3, a, nullptr, 1000), 0);
+  EXPECT_EQ(kv.attach(3, a, 1000), 0);
   EXPECT_EQ(slot_of(kv, 3), state_after({}));
   kv.free(3);
 }
@@ -172,7 +172,7 @@ TEST(SnapshotCache, PreemptionResumesFromItsSnapshot) {
   const KvGeometry g = hybrid_geometry();
   KvManager kv(g, g.bytes_per_block() * 16, options());
   const std::vector<int32_t> a = iota_tokens(50);
-  ASSERT_EQ(kv.attach(1, a, nullptr, 1000), 0);
+  ASSERT_EQ(kv.attach(1, a, 1000), 0);
   compute(kv, 1, a, 0, 27);
   kv.preempt({1, a, 27, {}});
   EXPECT_EQ(kv.state_slot(1), -1);
@@ -194,31 +194,29 @@ TEST(SnapshotCache, TextMatchesAreCutBackToASnapshot) {
     if (i != 15) text += static_cast<char>('a' + i);  // token 15 stands for no text yet
     ends.push_back(static_cast<uint32_t>(text.size()));
   }
-  ASSERT_EQ(kv.attach(1, a, nullptr, 1000), 0);
+  ASSERT_EQ(kv.attach(1, a, 1000), 0);
   test::compute(kv, 1, a, 0, 20);  // snapshots at 8, 16 (interval) and 19 (prompt end - 1)
   kv.cache_finished({1, a, 20, {text, ends}});
 
-  std::vector<int32_t> tokens;
-  size_t adopted_text = 0;
-  auto adopt = [&](const PrefixMatch& m) {
-    adopted_text = m.text_bytes;
-    tokens = m.tokens;
+  // The hit's tokens, then eight of the prompt's own; returns the tokens attached.
+  auto admit = [&](int64_t id, std::string_view prompt, int64_t max_tokens) {
+    const TextHit hit = kv.match_text(id, {}, prompt, max_tokens);
+    std::vector<int32_t> tokens = hit.tokens;
     tokens.insert(tokens.end(), {900, 901, 902, 903, 904, 905, 906, 907});
-    return std::span<const int32_t>(tokens);
+    EXPECT_EQ(hit.text_bytes, static_cast<size_t>(hit.n_tokens()));  // one byte per token
+    return std::pair(kv.attach(id, tokens, max_tokens), tokens);
   };
   const std::string diverging = text.substr(0, 12) + "XYZ";  // diverges after 12 tokens
-  TextAttach t{0, diverging, adopt};
-  EXPECT_EQ(kv.attach(2, {}, &t, 1000), 8);
-  EXPECT_EQ(adopted_text, 8u);
-  EXPECT_EQ(tokens.size(), 16u);
+  auto [n2, tokens2] = admit(2, diverging, 1000);
+  EXPECT_EQ(n2, 8);
+  EXPECT_EQ(tokens2.size(), 16u);
   EXPECT_EQ(slot_of(kv, 2), state_after(std::span(a).first(8)));
   kv.free(2);
 
   // 17 tokens match (max_tokens), but the snapshot at 16 follows token 15, which has no text of
   // its own: the match is cut back to 8.
   const std::string longer = text.substr(0, 17) + "XYZ";
-  TextAttach t2{0, longer, adopt};
-  EXPECT_EQ(kv.attach(3, {}, &t2, 17), 8);
+  EXPECT_EQ(admit(3, longer, 17).first, 8);
   EXPECT_EQ(slot_of(kv, 3), state_after(std::span(a).first(8)));
   kv.free(3);
 }

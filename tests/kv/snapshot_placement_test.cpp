@@ -65,7 +65,7 @@ ReplayResult replay(const HParams& hp, int sessions, int turns) {
       for (int i = 0; i < n_new; ++i) h.push_back(tok(rng));
       r.new_tokens += t == 0 ? static_cast<int64_t>(h.size()) : n_new;
       ++id;
-      const int64_t cached = kv.attach(id, h, nullptr, 4095);
+      const int64_t cached = kv.attach(id, h, 4095);
       EXPECT_EQ(test::fake_state_of(kv, id),
                 test::state_after(std::span(h).first(static_cast<size_t>(cached))));
       r.prefilled += static_cast<int64_t>(h.size()) - cached;

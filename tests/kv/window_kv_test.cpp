@@ -118,7 +118,7 @@ TEST(WindowKv, AMatchIsCutBackToACoveredWindow) {
   const KvGeometry g = geometry();
   KvManager kv(g, big_budget(g), cache_on());
   std::vector<int32_t> a = iota_tokens(30);
-  EXPECT_EQ(kv.attach(1, a, nullptr, 29), 0);
+  EXPECT_EQ(kv.attach(1, a, 29), 0);
   for (int64_t n = 0; n < 30; n += 8) {
     ASSERT_TRUE(kv.allocate_slots(1, n, std::min<int64_t>(8, 30 - n)));
     kv.computed({1, a, std::min<int64_t>(n + 8, 30), {}});
@@ -159,7 +159,7 @@ TEST(WindowKv, AMatchIsCutBackToACoveredWindow) {
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);
     ++id;
-    const int64_t got = kv.attach(id, c.tokens, nullptr, static_cast<int64_t>(c.tokens.size()) - 1);
+    const int64_t got = kv.attach(id, c.tokens, static_cast<int64_t>(c.tokens.size()) - 1);
     EXPECT_EQ(got, c.want);
     check_window_table(kv.window_table(id), got, 0);
     // The sequence goes on from there: its window is complete, its next block writable.
@@ -185,7 +185,7 @@ TEST(WindowKv, WindowBlocksAreEvictedOnTheirOwnPressure) {
   for (int s = 0; s < 9; ++s) {  // 27 window blocks cached into 24
     seqs.push_back(iota_tokens(12, 1000 * (s + 1)));
     const int64_t id = s + 1;
-    EXPECT_EQ(kv.attach(id, seqs.back(), nullptr, 11), 0);
+    EXPECT_EQ(kv.attach(id, seqs.back(), 11), 0);
     ASSERT_TRUE(kv.allocate_slots(id, 0, 12));
     kv.cache_finished({id, seqs.back(), 12, {}});
   }
@@ -196,8 +196,8 @@ TEST(WindowKv, WindowBlocksAreEvictedOnTheirOwnPressure) {
   std::vector<int32_t> old = seqs[0], recent = seqs[8];
   old.push_back(1);
   recent.push_back(1);
-  EXPECT_EQ(kv.attach(20, old, nullptr, 12), 0);
-  EXPECT_EQ(kv.attach(21, recent, nullptr, 12), 12);
+  EXPECT_EQ(kv.attach(20, old, 12), 0);
+  EXPECT_EQ(kv.attach(21, recent, 12), 12);
   kv.free(20);
   kv.free(21);
   expect_all_returned(kv);
