@@ -1,5 +1,6 @@
-// libFuzzer target: the server's request parser. Any body must give a ParsedRequest or an
-// ApiError (a 4xx), never another exception, a crash or a hang. The first byte picks the API.
+// libFuzzer target: the server's request parser. Any body must give a ParsedRequest (whose
+// sampler chain the sampler layer accepts) or an ApiError (a 4xx), never another exception, a
+// crash or a hang. The first byte picks the API.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -17,16 +18,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace hearth::server;
   try {
     const nlohmann::json j = parse_json_body(body);
+    hearth::VocabAccess vocab;
+    vocab.n_vocab = 32000;
+    vocab.token_piece = [](int32_t) { return std::string("x"); };
+    vocab.tokenize = [](std::string_view t) { return std::vector<int32_t>(t.size() % 4, 1); };
     ParsedRequest r;
     switch (data[0] % 3) {
       case 0:
-        r = parse_chat_request(j);
+        r = parse_chat_request(j, vocab);
         break;
       case 1:
-        r = parse_completions_request(j);
+        r = parse_completions_request(j, vocab);
         break;
       default:
-        r = parse_llama_completion_request(j);
+        r = parse_llama_completion_request(j, vocab);
         break;
     }
     if (r.api == Api::ChatCompletions) {
@@ -38,14 +43,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (b > e || e > p.text.size()) std::abort();
       check_context(static_cast<int64_t>(p.text.size()), r.max_tokens, 1 << 20);
     }
-    hearth::GenerationRequest g;
-    hearth::VocabAccess vocab;
-    vocab.n_vocab = 32000;
-    vocab.token_piece = [](int32_t) { return std::string("x"); };
-    vocab.tokenize = [](std::string_view t) { return std::vector<int32_t>(t.size() % 4, 1); };
-    apply_sampling(j, r, vocab, g);
-  } catch (const hearth::Error&) {
-    // the sampler layer's own validation: a 400 too
+    hearth::validate(r.sampling);  // what the parse gives, the sampler layer accepts
   } catch (const ApiError& e) {
     if (e.status < 400 || e.status > 499) std::abort();
     (void)e.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

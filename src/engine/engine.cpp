@@ -166,8 +166,11 @@ SubmitResult Engine::submit(GenerationRequest request) {
   s->stats.prompt_tokens = static_cast<int64_t>(s->tokens.size());
   s->submitted = Clock::now();
   std::lock_guard lock(mu_);
-  if (!s->req.warm && pending_ >= opt_.max_running + opt_.max_queued)
-    return {-1, fmt::format("busy: {} requests running or queued", pending_)};
+  if (!s->req.warm && pending_ >= opt_.max_running + opt_.max_queued) {
+    SubmitResult busy{-1, fmt::format("busy: {} requests running or queued", pending_)};
+    busy.busy = true;
+    return busy;
+  }
   s->id = next_id_++;
   const int64_t id = s->id;
   ++(s->req.warm ? warm_pending_ : pending_);

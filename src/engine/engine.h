@@ -98,6 +98,7 @@ struct SubmitResult {
   int64_t prompt_tokens = 0;      // once tokenized (also when refused for the context)
   bool context_exceeded = false;  // refused by the request's context_limit
   bool grammar_refused = false;   // the grammar cannot start with this vocabulary
+  bool busy = false;              // refused for the queue's limit (retry later)
   bool ok() const { return id >= 0; }
 };
 

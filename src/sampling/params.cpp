@@ -37,17 +37,17 @@ constexpr StageName kStageNames[] = {
 };
 
 void check_finite(float v, const char* name) {
-  if (!std::isfinite(v)) fail("{} must be a finite number, got {}", name, v);
+  if (!std::isfinite(v)) fail_param(name, "{} must be a finite number, got {}", name, v);
 }
 
 void check_range(float v, float lo, float hi, const char* name) {
   check_finite(v, name);
-  if (v < lo || v > hi) fail("{} must be between {} and {}, got {}", name, lo, hi, v);
+  if (v < lo || v > hi) fail_param(name, "{} must be between {} and {}, got {}", name, lo, hi, v);
 }
 
 void check_at_least(float v, float lo, const char* name) {
   check_finite(v, name);
-  if (v < lo) fail("{} must be >= {}, got {}", name, lo, v);
+  if (v < lo) fail_param(name, "{} must be >= {}, got {}", name, lo, v);
 }
 
 }  // namespace
@@ -98,7 +98,9 @@ std::vector<SamplerStage> parse_sampler_stages(std::string_view text, std::strin
   if (letters) {
     for (char c : text) {
       auto s = sampler_stage_from_char(c);
-      if (!s) fail("{}: unknown sampler letter '{}' in \"{}\" (e d s k y p m x t)", param, c, text);
+      if (!s)
+        fail_param(std::string(param), "{}: unknown sampler letter '{}' in \"{}\" (e d s k y p m x t)", param, c,
+                   text);
       out.push_back(*s);
     }
     return out;
@@ -111,10 +113,10 @@ std::vector<SamplerStage> parse_sampler_stages(std::string_view text, std::strin
     if (!name.empty()) {
       auto s = sampler_stage_from_name(name);
       if (!s)
-        fail(
-            "{}: unknown sampler \"{}\" (penalties, dry, top_n_sigma, top_k, typ_p, top_p, "
-            "min_p, xtc, temperature)",
-            param, name);
+        fail_param(std::string(param),
+                   "{}: unknown sampler \"{}\" (penalties, dry, top_n_sigma, top_k, typ_p, top_p, "
+                   "min_p, xtc, temperature)",
+                   param, name);
       out.push_back(*s);
     }
     start = end + 1;
@@ -142,31 +144,39 @@ void validate(const SamplerParams& p) {
   check_finite(p.top_n_sigma, "top_n_sigma");
   check_range(p.xtc_probability, 0.0f, 1.0f, "xtc_probability");
   check_range(p.xtc_threshold, 0.0f, 1.0f, "xtc_threshold");
-  if (p.repeat_last_n < -1) fail("repeat_last_n must be >= -1, got {}", p.repeat_last_n);
+  if (p.repeat_last_n < -1)
+    fail_param("repeat_last_n", "repeat_last_n must be >= -1, got {}", p.repeat_last_n);
   check_finite(p.repeat_penalty, "repeat_penalty");
   if (p.repeat_penalty <= 0.0f)
-    fail("repeat_penalty must be > 0 (1 disables it), got {}", p.repeat_penalty);
+    fail_param("repeat_penalty", "repeat_penalty must be > 0 (1 disables it), got {}",
+               p.repeat_penalty);
   check_finite(p.presence_penalty, "presence_penalty");
   check_finite(p.frequency_penalty, "frequency_penalty");
   check_at_least(p.dry_multiplier, 0.0f, "dry_multiplier");
   check_finite(p.dry_base, "dry_base");
   if (p.dry_allowed_length < 0)
-    fail("dry_allowed_length must be >= 0, got {}", p.dry_allowed_length);
+    fail_param("dry_allowed_length", "dry_allowed_length must be >= 0, got {}",
+               p.dry_allowed_length);
   if (p.dry_penalty_last_n < -1)
-    fail("dry_penalty_last_n must be >= -1, got {}", p.dry_penalty_last_n);
+    fail_param("dry_penalty_last_n", "dry_penalty_last_n must be >= -1, got {}",
+               p.dry_penalty_last_n);
   for (const auto& b : p.dry_sequence_breakers)
-    if (b.empty()) fail("dry_sequence_breakers: a breaker must not be the empty string");
-  if (p.mirostat < 0 || p.mirostat > 2) fail("mirostat must be 0, 1 or 2, got {}", p.mirostat);
+    if (b.empty())
+      fail_param("dry_sequence_breakers",
+                 "dry_sequence_breakers: a breaker must not be the empty string");
+  if (p.mirostat < 0 || p.mirostat > 2)
+    fail_param("mirostat", "mirostat must be 0, 1 or 2, got {}", p.mirostat);
   check_at_least(p.mirostat_tau, 0.0f, "mirostat_tau");
   check_at_least(p.mirostat_eta, 0.0f, "mirostat_eta");
   for (const auto& b : p.logit_bias) {
-    if (b.token < 0) fail("logit_bias: token id {} is negative", b.token);
+    if (b.token < 0) fail_param("logit_bias", "logit_bias: token id {} is negative", b.token);
     if (std::isnan(b.bias) || b.bias == INFINITY)
-      fail("logit_bias: the bias for token {} must be a finite number or false, got {}", b.token,
-           b.bias);
+      fail_param("logit_bias",
+                 "logit_bias: the bias for token {} must be a finite number or false, got {}",
+                 b.token, b.bias);
   }
-  if (p.min_keep < 0) fail("min_keep must be >= 0, got {}", p.min_keep);
-  if (p.n_probs < 0) fail("n_probs must be >= 0, got {}", p.n_probs);
+  if (p.min_keep < 0) fail_param("min_keep", "min_keep must be >= 0, got {}", p.min_keep);
+  if (p.n_probs < 0) fail_param("n_probs", "n_probs must be >= 0, got {}", p.n_probs);
 }
 
 }  // namespace hearth

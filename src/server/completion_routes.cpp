@@ -114,10 +114,10 @@ const char* prompt_param(Api api) {
   return api == Api::ChatCompletions ? "messages" : "prompt";
 }
 
-ParsedRequest parse_request(Api api, const json& body) {
-  return api == Api::ChatCompletions ? parse_chat_request(body)
-         : api == Api::Completions   ? parse_completions_request(body)
-                                     : parse_llama_completion_request(body);
+ParsedRequest parse_request(Api api, const json& body, const VocabAccess& vocab) {
+  return api == Api::ChatCompletions ? parse_chat_request(body, vocab)
+         : api == Api::Completions   ? parse_completions_request(body, vocab)
+                                     : parse_llama_completion_request(body, vocab);
 }
 
 // Templates see objects in the order the client wrote them (tojson of tools, arguments).
@@ -181,14 +181,14 @@ void Server::Impl::handle_generation(Api api, const httplib::Request& http_req,
                                      httplib::Response& res) {
   require_ready();
   const json body = parse_json_body(http_req.body);
-  ParsedRequest pr = parse_request(api, body);
+  ParsedRequest pr = parse_request(api, body, vocab);
   const ModelInfo& served = check_model(pr.model);
   if (api == Api::ChatCompletions) keep_client_order(pr, http_req.body);
   std::unique_ptr<ToolCallReader> tools;
   if (api == Api::ChatCompletions) tools = plan_tool_use(pr, tool_format);
   BuiltPrompt bp = build_prompt(pr, *tok, model.n_ctx, *formatter);
 
-  Submitted g = submit(api, body, pr, bp);
+  Submitted g = submit(api, pr, bp);
   g.per_token = pr.logprobs;
   g.remote_addr = http_req.remote_addr;
   g.remote_port = http_req.remote_port;
@@ -220,7 +220,7 @@ void Server::Impl::handle_generation(Api api, const httplib::Request& http_req,
     reply_whole(*responder, g, res);
 }
 
-Server::Impl::Submitted Server::Impl::submit(Api api, const json& body, const ParsedRequest& pr,
+Server::Impl::Submitted Server::Impl::submit(Api api, const ParsedRequest& pr,
                                              const BuiltPrompt& bp) {
   GenerationRequest req;
   if (bp.from_tokens)
@@ -234,7 +234,7 @@ Server::Impl::Submitted Server::Impl::submit(Api api, const json& body, const Pa
   req.grammar = pr.grammar;
   req.grammar_trigger = pr.grammar_trigger;
   req.render_special = pr.render_special;
-  apply_sampling(body, pr, vocab, req);
+  req.sampling = pr.sampling;
   Submitted g;
   g.grammar_param = pr.grammar_param;
   g.channel = std::make_shared<EventChannel>();
@@ -250,7 +250,7 @@ Server::Impl::Submitted Server::Impl::submit(Api api, const json& body, const Pa
                      fmt::format("{}: this model cannot generate text that it matches: {}",
                                  pr.grammar_param, sub.error),
                      "invalid_request_error", pr.grammar_param, "invalid_value");
-    if (sub.error.rfind("busy", 0) == 0) {
+    if (sub.busy) {
       ApiError e(503, fmt::format("the server is busy ({}); retry later", sub.error),
                  "server_error", "model", "server_busy");
       e.retry_after_s = opt.retry_after_s;

@@ -13,26 +13,12 @@
 
 #include "engine/request.h"
 #include "sampling/grammar.h"
+#include "sampling/params.h"
 #include "sampling/vocab_access.h"
 
 namespace hearth::server {
 
 enum class Api { ChatCompletions, Completions, LlamaCompletion };
-
-// Sampler settings under OpenAI's and llama-server's names, validated with OpenAI's ranges and
-// parameter names in errors. The engine's sampler chain is built by apply_sampling.
-struct SamplingSpec {
-  float temperature = 1.0f;
-  std::optional<uint64_t> seed;
-  int32_t top_k = 40;
-  float top_p = 1.0f;
-  float min_p = 0.0f;
-  float typical_p = 1.0f;
-  float repeat_penalty = 1.0f;
-  int32_t repeat_last_n = 64;
-  float presence_penalty = 0.0f;
-  float frequency_penalty = 0.0f;
-};
 
 // tool_choice: whether the reply may (auto), must (required, named) or must not (none) call one
 // of the request's tools.
@@ -83,7 +69,9 @@ struct ParsedRequest {
   bool logprobs = false;
   int32_t top_logprobs = 0;  // per-token alternatives (chat: top_logprobs; completions:
                              // logprobs: N; llama-server: n_probs)
-  SamplingSpec sampling;
+  // The engine's sampler chain, read from the body once (sampling/params.h; llama-server's
+  // names and defaults on every route: request_sampler_defaults), logprob count included.
+  SamplerParams sampling;
 
   // llama-server
   bool return_tokens = false;  // the generated token ids in "tokens"
@@ -94,14 +82,19 @@ struct ParsedRequest {
 // Parses a body into JSON; 400 invalid_json (with the parser's position) or not_an_object.
 nlohmann::json parse_json_body(const std::string& body);
 
-ParsedRequest parse_chat_request(const nlohmann::json& body);
-ParsedRequest parse_completions_request(const nlohmann::json& body);
-ParsedRequest parse_llama_completion_request(const nlohmann::json& body);
+// Each parses a body once into typed values (the sampler chain included), throwing ApiError
+// (400, naming the field) for what it refuses. `vocab` reads logit_bias keys (token ids are
+// checked against it, text keys are tokenized); without one (tests, the fuzzer) ids are not
+// range-checked and text keys are refused.
+ParsedRequest parse_chat_request(const nlohmann::json& body, const VocabAccess& vocab = {});
+ParsedRequest parse_completions_request(const nlohmann::json& body, const VocabAccess& vocab = {});
+ParsedRequest parse_llama_completion_request(const nlohmann::json& body,
+                                             const VocabAccess& vocab = {});
 
-// The one place a request's sampler settings become the engine's sampler chain (llama-server's
-// names and defaults, logit_bias, DRY, ...; server/sampler_params_json.h) and logprob count.
-// Throws hearth::Error naming a bad parameter.
-void apply_sampling(const nlohmann::json& body, const ParsedRequest& parsed,
-                    const VocabAccess& vocab, GenerationRequest& request);
+// The sampler settings a request starts from, the same on every route: llama-server's
+// (SamplerParams{}: temperature 0.8, top_k 40, top_p 0.95, min_p 0.05), because the clients of a
+// local server expect llama-server's behaviour for what they leave out; OpenAI's own default
+// temperature (1.0) would make replies of small local models noticeably more random.
+SamplerParams request_sampler_defaults();
 
 }  // namespace hearth::server

@@ -61,32 +61,37 @@ void refuse_unsupported(const json& b) {
                    "unsupported_parameter");
 }
 
-// Sampler fields under both vocabularies (OpenAI's and llama-server's).
-void parse_sampling(const json& b, SamplingSpec& s, bool llama_names) {
+// The API's own ranges for the sampler fields both vocabularies share (OpenAI's names, and
+// llama-server's, which the OpenAI routes accept as llama-server does), with OpenAI's messages.
+void check_sampling_ranges(const json& b, bool llama_names) {
   if (auto t = get_number(b, "temperature"))
-    s.temperature = in_range("temperature", *t, 0.0, llama_names ? 100.0 : 2.0);
-  if (auto v = get_number(b, "top_p")) s.top_p = in_range("top_p", *v, 0.0, 1.0);
-  if (auto v = get_number(b, "presence_penalty"))
-    s.presence_penalty = in_range("presence_penalty", *v, -2.0, 2.0);
-  if (auto v = get_number(b, "frequency_penalty"))
-    s.frequency_penalty = in_range("frequency_penalty", *v, -2.0, 2.0);
-  if (auto v = get_int(b, "seed")) {
-    if (*v >= 0)
-      s.seed = static_cast<uint64_t>(*v);
-    else if (llama_names && *v == -1)
-      s.seed.reset();  // llama-server: -1 = random
-    else
-      bad_param("seed", fmt::format("'seed' must be >= 0, got {}", *v));
+    in_range("temperature", *t, 0.0, llama_names ? 100.0 : 2.0);
+  if (auto v = get_number(b, "top_p")) in_range("top_p", *v, 0.0, 1.0);
+  if (auto v = get_number(b, "presence_penalty")) in_range("presence_penalty", *v, -2.0, 2.0);
+  if (auto v = get_number(b, "frequency_penalty")) in_range("frequency_penalty", *v, -2.0, 2.0);
+  if (auto v = get_int(b, "seed"); v && *v < 0 && !(llama_names && *v == -1))
+    bad_param("seed", fmt::format("'seed' must be >= 0, got {}", *v));  // llama: -1 = random
+  if (auto v = get_int(b, "top_k")) in_range("top_k", *v, 0, 1 << 20);
+  if (auto v = get_number(b, "min_p")) in_range("min_p", *v, 0.0, 1.0);
+  if (auto v = get_number(b, "typical_p")) in_range("typical_p", *v, 0.0, 1.0);
+  if (auto v = get_number(b, "repeat_penalty")) in_range("repeat_penalty", *v, 0.0, 10.0);
+  if (auto v = get_int(b, "repeat_last_n")) in_range("repeat_last_n", *v, -1, 1 << 20);
+}
+
+// The sampler chain, read once over the defaults (server/sampler_params_json.h); a value the
+// sampler layer refuses is a 400 naming its field.
+void parse_sampling(const json& b, const VocabAccess& vocab, bool llama_names, ParsedRequest& r) {
+  check_sampling_ranges(b, llama_names);
+  try {
+    r.sampling = sampler_params_from_json(b, vocab, request_sampler_defaults());
+  } catch (const ParamError& e) {
+    bad_param(b.contains(e.param()) ? e.param() : "body", e.what());
   }
-  // llama-server's names (also accepted on the OpenAI routes, as llama-server does).
-  if (auto v = get_int(b, "top_k"))
-    s.top_k = static_cast<int32_t>(in_range("top_k", *v, 0, 1 << 20));
-  if (auto v = get_number(b, "min_p")) s.min_p = in_range("min_p", *v, 0.0, 1.0);
-  if (auto v = get_number(b, "typical_p")) s.typical_p = in_range("typical_p", *v, 0.0, 1.0);
-  if (auto v = get_number(b, "repeat_penalty"))
-    s.repeat_penalty = in_range("repeat_penalty", *v, 0.0, 10.0);
-  if (auto v = get_int(b, "repeat_last_n"))
-    s.repeat_last_n = static_cast<int32_t>(in_range("repeat_last_n", *v, -1, 1 << 20));
+}
+
+// The logprob count the reply reports, once the route's logprob fields are read.
+void finish_sampling(ParsedRequest& r) {
+  r.sampling.n_probs = r.logprobs ? std::max<int32_t>(1, r.top_logprobs) : 0;
 }
 
 // OpenAI fields hearth accepts and does not use: still refused when of the wrong type, as
@@ -271,12 +276,16 @@ json parse_json_body(const std::string& body) {
   return j;
 }
 
-ParsedRequest parse_chat_request(const json& b) {
+SamplerParams request_sampler_defaults() {
+  return SamplerParams{};
+}
+
+ParsedRequest parse_chat_request(const json& b, const VocabAccess& vocab) {
   ParsedRequest r;
   r.api = Api::ChatCompletions;
   refuse_unsupported(b);
   parse_common(b, r);
-  parse_sampling(b, r.sampling, false);
+  parse_sampling(b, vocab, false, r);
   parse_openai_max_tokens(b, r);
   r.messages = parse_messages(b);
   r.messages_json = nlohmann::ordered_json::parse(b["messages"].dump());
@@ -306,10 +315,11 @@ ParsedRequest parse_chat_request(const json& b) {
       bad_param("truncation", fmt::format("unknown truncation '{}' (disabled, auto)", *v));
     r.truncation = *v;
   }
+  finish_sampling(r);
   return r;
 }
 
-ParsedRequest parse_completions_request(const json& b) {
+ParsedRequest parse_completions_request(const json& b, const VocabAccess& vocab) {
   ParsedRequest r;
   r.api = Api::Completions;
   refuse_unsupported(b);
@@ -317,7 +327,7 @@ ParsedRequest parse_completions_request(const json& b) {
     throw ApiError(400, "'suffix' is not supported", "invalid_request_error", "suffix",
                    "unsupported_parameter");
   parse_common(b, r);
-  parse_sampling(b, r.sampling, false);
+  parse_sampling(b, vocab, false, r);
   parse_openai_max_tokens(b, r);
   if (!r.max_tokens && !field(b, "n_predict")) r.max_tokens = 16;  // OpenAI's default
   parse_prompt(b, r);
@@ -326,34 +336,19 @@ ParsedRequest parse_completions_request(const json& b) {
     r.top_logprobs = static_cast<int32_t>(in_range("logprobs", *v, 0, 20));
     r.logprobs = true;
   }
+  finish_sampling(r);
   return r;
 }
 
-ParsedRequest parse_llama_completion_request(const json& b) {
+ParsedRequest parse_llama_completion_request(const json& b, const VocabAccess& vocab) {
   ParsedRequest r;
   r.api = Api::LlamaCompletion;
-  r.sampling.temperature = 0.8f;  // llama-server's default
   parse_common(b, r);
-  parse_sampling(b, r.sampling, true);
+  parse_sampling(b, vocab, true, r);
   parse_prompt(b, r);
   if (auto v = get_bool(b, "return_tokens")) r.return_tokens = *v;
+  finish_sampling(r);
   return r;
-}
-
-void apply_sampling(const json& body, const ParsedRequest& parsed, const VocabAccess& vocab,
-                    GenerationRequest& request) {
-  SamplerParams p;
-  try {
-    p = sampler_params_from_json(body, vocab);
-  } catch (const Error& e) {
-    // The sampling layer's messages lead with the parameter's name ("mirostat must be ...").
-    const std::string msg = e.what();
-    const std::string name = msg.substr(0, msg.find_first_not_of("abcdefghijklmnopqrstuvwxyz_"));
-    throw ApiError(400, msg, "invalid_request_error", body.contains(name) ? name : "body",
-                   "invalid_value");
-  }
-  p.n_probs = parsed.logprobs ? std::max<int32_t>(1, parsed.top_logprobs) : 0;
-  request.sampling = std::move(p);
 }
 
 }  // namespace hearth::server

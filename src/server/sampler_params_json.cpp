@@ -19,28 +19,28 @@ const json* field(const json& body, const char* name) {
 }
 
 float as_float(const json& v, const char* name) {
-  if (!v.is_number()) fail("{} must be a number, got {}", name, v.type_name());
+  if (!v.is_number()) fail_param(name, "{} must be a number, got {}", name, v.type_name());
   return v.get<float>();
 }
 
 int64_t as_int(const json& v, const char* name) {
   if (v.is_number_integer()) {
     if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
-      fail("{} is too large: {}", name, v.dump());
+      fail_param(name, "{} is too large: {}", name, v.dump());
     return v.get<int64_t>();
   }
   if (v.is_number_float()) {  // 40.0 is fine, 40.5 is not
     const double d = v.get<double>();
     if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.0e15)
       return static_cast<int64_t>(d);
-    fail("{} must be an integer, got {}", name, v.dump());
+    fail_param(name, "{} must be an integer, got {}", name, v.dump());
   }
-  fail("{} must be an integer, got {}", name, v.type_name());
+  fail_param(name, "{} must be an integer, got {}", name, v.type_name());
 }
 
 int32_t as_int32(const json& v, const char* name) {
   const int64_t x = as_int(v, name);
-  if (x < INT32_MIN || x > INT32_MAX) fail("{} is out of range: {}", name, x);
+  if (x < INT32_MIN || x > INT32_MAX) fail_param(name, "{} is out of range: {}", name, x);
   return static_cast<int32_t>(x);
 }
 
@@ -54,23 +54,27 @@ void read_int(const json& body, const char* name, int32_t& out) {
 
 float bias_value(const json& v) {
   if (v.is_boolean()) {
-    if (v.get<bool>()) fail("logit_bias: a bias may be a number or false (ban), not true");
+    if (v.get<bool>())
+      fail_param("logit_bias", "logit_bias: a bias may be a number or false (ban), not true");
     return -INFINITY;
   }
-  if (!v.is_number()) fail("logit_bias: a bias must be a number or false, got {}", v.type_name());
+  if (!v.is_number())
+    fail_param("logit_bias", "logit_bias: a bias must be a number or false, got {}", v.type_name());
   return v.get<float>();
 }
 
 void add_bias(std::vector<LogitBias>& out, int64_t token, float bias, const VocabAccess& vocab) {
   if (token < 0 || (vocab.n_vocab > 0 && token >= vocab.n_vocab))
-    fail("logit_bias: token id {} is out of range (the vocabulary has {} tokens)", token,
-         vocab.n_vocab);
+    fail_param("logit_bias",
+               "logit_bias: token id {} is out of range (the vocabulary has {} tokens)", token,
+               vocab.n_vocab);
   out.push_back({static_cast<int32_t>(token), bias});
 }
 
 void add_text_bias(std::vector<LogitBias>& out, std::string_view text, float bias,
                    const VocabAccess& vocab) {
-  if (!vocab.tokenize) fail("logit_bias: text keys need a tokenizer, none was given");
+  if (!vocab.tokenize)
+    fail_param("logit_bias", "logit_bias: text keys need a tokenizer, none was given");
   for (int32_t t : vocab.tokenize(text)) add_bias(out, t, bias, vocab);
 }
 
@@ -79,14 +83,17 @@ std::vector<LogitBias> read_logit_bias(const json& v, const VocabAccess& vocab) 
   if (v.is_array()) {  // llama-server: [[token or "text", bias or false], ...]
     for (const auto& e : v) {
       if (!e.is_array() || e.size() != 2)
-        fail("logit_bias: each entry of the array form must be [token, bias], got {}", e.dump());
+        fail_param("logit_bias",
+                   "logit_bias: each entry of the array form must be [token, bias], got {}",
+                   e.dump());
       const float bias = bias_value(e[1]);
       if (e[0].is_string()) {
         add_text_bias(out, e[0].get<std::string>(), bias, vocab);
       } else if (e[0].is_number_integer()) {
         add_bias(out, e[0].get<int64_t>(), bias, vocab);
       } else {
-        fail("logit_bias: a key must be a token id or a string, got {}", e[0].type_name());
+        fail_param("logit_bias", "logit_bias: a key must be a token id or a string, got {}",
+                   e[0].type_name());
       }
     }
   } else if (v.is_object()) {  // OpenAI: {"15043": -100}; a non-numeric key is text
@@ -96,14 +103,15 @@ std::vector<LogitBias> read_logit_bias(const json& v, const VocabAccess& vocab) 
       const char* end = key.data() + key.size();
       auto [ptr, ec] = std::from_chars(key.data(), end, id);
       if (ptr == end && !key.empty()) {  // all digits: a token id, however large
-        if (ec != std::errc()) fail("logit_bias: token id {} is out of range", key.substr(0, 40));
+        if (ec != std::errc())
+          fail_param("logit_bias", "logit_bias: token id {} is out of range", key.substr(0, 40));
         add_bias(out, id, bias, vocab);
       } else {
         add_text_bias(out, key, bias, vocab);
       }
     }
   } else {
-    fail("logit_bias must be an object or an array, got {}", v.type_name());
+    fail_param("logit_bias", "logit_bias must be an object or an array, got {}", v.type_name());
   }
   return out;
 }
@@ -112,11 +120,14 @@ void read_dry_sequence_breakers(const json& body, SamplerParams& p) {
   const json* v = field(body, "dry_sequence_breakers");
   if (!v) return;
   if (!v->is_array() || v->empty())
-    fail("dry_sequence_breakers must be a non-empty array of strings");
+    fail_param("dry_sequence_breakers",
+               "dry_sequence_breakers must be a non-empty array of strings");
   p.dry_sequence_breakers.clear();
   for (const auto& s : *v) {
     if (!s.is_string())
-      fail("dry_sequence_breakers must be a non-empty array of strings, found {}", s.type_name());
+      fail_param("dry_sequence_breakers",
+                 "dry_sequence_breakers must be a non-empty array of strings, found {}",
+                 s.type_name());
     p.dry_sequence_breakers.push_back(s.get<std::string>());
   }
 }
@@ -129,7 +140,7 @@ void read_seed(const json& body, SamplerParams& p) {
     p.seed = s == 0xFFFFFFFFull ? std::nullopt : std::optional<uint64_t>(s);
   } else {
     const int64_t s = as_int(*v, "seed");
-    if (s < -1) fail("seed must be >= 0, or -1 for a random seed, got {}", s);
+    if (s < -1) fail_param("seed", "seed must be >= 0, or -1 for a random seed, got {}", s);
     p.seed = s == -1 || s == 0xFFFFFFFFll ? std::nullopt
                                           : std::optional<uint64_t>(static_cast<uint64_t>(s));
   }
@@ -143,17 +154,19 @@ void read_samplers(const json& body, SamplerParams& p) {
   } else if (v->is_array()) {
     p.samplers.clear();
     for (const auto& s : *v) {
-      if (!s.is_string()) fail("samplers: each entry must be a string, got {}", s.type_name());
+      if (!s.is_string())
+        fail_param("samplers", "samplers: each entry must be a string, got {}", s.type_name());
       auto stage = sampler_stage_from_name(s.get<std::string>());
       if (!stage)
-        fail(
-            "samplers: unknown sampler \"{}\" (penalties, dry, top_n_sigma, top_k, typ_p, "
-            "top_p, min_p, xtc, temperature)",
-            s.get<std::string>());
+        fail_param("samplers",
+                   "samplers: unknown sampler \"{}\" (penalties, dry, top_n_sigma, top_k, typ_p, "
+                   "top_p, min_p, xtc, temperature)",
+                   s.get<std::string>());
       p.samplers.push_back(*stage);
     }
   } else {
-    fail("samplers must be an array of names or a string, got {}", v->type_name());
+    fail_param("samplers", "samplers must be an array of names or a string, got {}",
+               v->type_name());
   }
 }
 
@@ -162,7 +175,8 @@ void read_logprobs(const json& body, SamplerParams& p) {
   int32_t top = -1;
   if (const json* v = field(body, "top_logprobs")) {
     top = as_int32(*v, "top_logprobs");
-    if (top < 0 || top > 20) fail("top_logprobs must be between 0 and 20, got {}", top);
+    if (top < 0 || top > 20)
+      fail_param("top_logprobs", "top_logprobs must be between 0 and 20, got {}", top);
   }
   bool openai_logprobs = false;
   int32_t openai_n = 0;
@@ -172,12 +186,13 @@ void read_logprobs(const json& body, SamplerParams& p) {
       openai_n = openai_logprobs ? std::max(top, 1) : 0;
     } else {
       openai_n = as_int32(*v, "logprobs");
-      if (openai_n < 0) fail("logprobs must be true, false or a count >= 0, got {}", openai_n);
+      if (openai_n < 0)
+        fail_param("logprobs", "logprobs must be true, false or a count >= 0, got {}", openai_n);
       openai_logprobs = true;
     }
   }
   if (top >= 0 && !openai_logprobs && !field(body, "n_probs"))
-    fail("top_logprobs needs logprobs: true");
+    fail_param("top_logprobs", "top_logprobs needs logprobs: true");
   if (const json* v = field(body, "n_probs")) {
     p.n_probs = as_int32(*v, "n_probs");
   } else if (field(body, "logprobs")) {
@@ -189,7 +204,8 @@ void read_logprobs(const json& body, SamplerParams& p) {
 
 SamplerParams sampler_params_from_json(const json& body, const VocabAccess& vocab,
                                        const SamplerParams& defaults) {
-  if (!body.is_object()) fail("the request body must be a JSON object, got {}", body.type_name());
+  if (!body.is_object())
+    fail_param("body", "the request body must be a JSON object, got {}", body.type_name());
   SamplerParams p = defaults;
   read_float(body, "temperature", p.temperature);
   read_float(body, "dynatemp_range", p.dynatemp_range);

@@ -115,8 +115,7 @@ struct Server::Impl {
   struct Submitted;
   void handle_generation(Api api, const httplib::Request& req, httplib::Response& res);
   // Hands the prompt to the engine; throws 503 server_busy or 400 when it refuses.
-  Submitted submit(Api api, const nlohmann::json& body, const ParsedRequest& pr,
-                   const BuiltPrompt& bp);
+  Submitted submit(Api api, const ParsedRequest& pr, const BuiltPrompt& bp);
   void reply_whole(Responder& responder, const Submitted& g, httplib::Response& res);
   void reply_streamed(std::unique_ptr<Responder> responder, Submitted g, httplib::Response& res);
   // The stream's body, written on the connection's thread; `finished` turns true once the

@@ -114,9 +114,9 @@ void Server::Impl::handle_slots(const httplib::Request&, httplib::Response& res)
 
 void Server::Impl::handle_props(const httplib::Request&, httplib::Response& res) {
   require_ready();
-  // SamplerParams{}: what apply_sampling (request_parse.cpp) reads every request's fields over.
+  // What every request's sampler fields are read over (request_sampler_defaults, request.h).
   const PropsInput in{model, formatter->chat_template().source(), engine->max_running(),
-                      SamplerParams{}, opt.webui && !webui_assets().empty()};
+                      request_sampler_defaults(), opt.webui && !webui_assets().empty()};
   send_json(res, props_json(in));
 }
 

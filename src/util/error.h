@@ -18,4 +18,20 @@ template <typename... Args>
   throw Error(fmt::format(f, std::forward<Args>(args)...));
 }
 
+// A value refused for one named parameter (a sampler setting, a request field): the layers
+// above name it to the client without reading the message.
+class ParamError : public Error {
+ public:
+  ParamError(std::string param, const std::string& what) : Error(what), param_(std::move(param)) {}
+  const std::string& param() const { return param_; }
+
+ private:
+  std::string param_;
+};
+
+template <typename... Args>
+[[noreturn]] void fail_param(std::string param, fmt::format_string<Args...> f, Args&&... args) {
+  throw ParamError(std::move(param), fmt::format(f, std::forward<Args>(args)...));
+}
+
 }  // namespace hearth

@@ -146,7 +146,8 @@ TEST(ParseChat, RejectsWrongTypesNamingTheParameter) {
 
 TEST(ParseChat, NullsReadAsAbsent) {
   ParsedRequest r = parse_chat_request(chat({{"temperature", nullptr}, {"stop", nullptr}}));
-  EXPECT_EQ(r.sampling.temperature, 1.0f);
+  // The default the engine gets (the parse used to keep a 1.0 of its own that nothing used).
+  EXPECT_EQ(r.sampling.temperature, request_sampler_defaults().temperature);
   EXPECT_TRUE(r.stop.empty());
 }
 
@@ -213,25 +214,21 @@ TEST(ParseLlamaCompletion, LlamaServerNames) {
             "n_predict");
 }
 
-TEST(Sampling, MappedInOnePlace) {
+TEST(Sampling, ParsedOnceIntoTheSamplerChain) {
   json body = {{"temperature", 0.25},         {"seed", 42},       {"top_k", 7},
                {"logit_bias", {{"5", -100}}}, {"logprobs", true}, {"top_logprobs", 3}};
-  ParsedRequest pr = parse_chat_request(chat(body));
   VocabAccess vocab;
   vocab.n_vocab = 100;
-  GenerationRequest g;
-  apply_sampling(chat(body), pr, vocab, g);
-  ASSERT_TRUE(g.sampling);
-  EXPECT_FLOAT_EQ(g.sampling->temperature, 0.25f);
-  EXPECT_EQ(g.sampling->seed, 42u);
-  EXPECT_EQ(g.sampling->top_k, 7);
-  ASSERT_EQ(g.sampling->logit_bias.size(), 1u);
-  EXPECT_EQ(g.sampling->logit_bias[0].token, 5);
-  EXPECT_EQ(g.sampling->n_probs, 3);
+  const ParsedRequest pr = parse_chat_request(chat(body), vocab);
+  EXPECT_FLOAT_EQ(pr.sampling.temperature, 0.25f);
+  EXPECT_EQ(pr.sampling.seed, 42u);
+  EXPECT_EQ(pr.sampling.top_k, 7);
+  ASSERT_EQ(pr.sampling.logit_bias.size(), 1u);
+  EXPECT_EQ(pr.sampling.logit_bias[0].token, 5);
+  EXPECT_EQ(pr.sampling.n_probs, 3);
   // Values only the sampler layer checks still fail with the parameter named.
-  pr = parse_chat_request(chat());
   try {
-    apply_sampling(chat({{"dry_multiplier", -1}}), pr, vocab, g);
+    parse_chat_request(chat({{"dry_multiplier", -1}}), vocab);
     FAIL() << "no error";
   } catch (const ApiError& e) {
     EXPECT_EQ(e.status, 400);
@@ -240,9 +237,29 @@ TEST(Sampling, MappedInOnePlace) {
     EXPECT_NE(std::string(e.what()).find("dry_multiplier"), std::string::npos) << e.what();
   }
   // mirostat is checked only there too: its error names it.
-  auto e = error_of([&] { apply_sampling(chat({{"mirostat", 7}}), pr, vocab, g); });
+  auto e = error_of([&] { parse_chat_request(chat({{"mirostat", 7}}), vocab); });
   EXPECT_EQ(e.param, "mirostat");
   EXPECT_EQ(e.code, "invalid_value");
+  // A logit_bias token past the vocabulary names logit_bias.
+  e = error_of([&] {
+    parse_completions_request({{"prompt", "x"}, {"logit_bias", {{"100", 1}}}}, vocab);
+  });
+  EXPECT_EQ(e.param, "logit_bias");
+}
+
+// The defaults are written once, and every route starts from them (llama-server's).
+TEST(Sampling, EveryRouteStartsFromTheSameDefaults) {
+  const SamplerParams d = request_sampler_defaults();
+  EXPECT_FLOAT_EQ(d.temperature, 0.8f);
+  for (const ParsedRequest& r :
+       {parse_chat_request(chat()), parse_completions_request({{"prompt", "x"}}),
+        parse_llama_completion_request({{"prompt", "x"}})}) {
+    EXPECT_FLOAT_EQ(r.sampling.temperature, d.temperature);
+    EXPECT_EQ(r.sampling.top_k, d.top_k);
+    EXPECT_FLOAT_EQ(r.sampling.top_p, d.top_p);
+    EXPECT_FLOAT_EQ(r.sampling.min_p, d.min_p);
+    EXPECT_EQ(r.sampling.n_probs, 0);
+  }
 }
 
 TEST(PromptBuilder, ContextCheckCarriesTheCounts) {
