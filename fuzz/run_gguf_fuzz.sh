@@ -1,20 +1,19 @@
 #!/usr/bin/env bash
-# Builds gguf_reader_fuzz with clang, gathers seeds (writer-made ones from the test suite plus
-# the GGUF files in ../shared) and fuzzes for N seconds (default 60).
+# Builds gguf_reader_fuzz (sanitizer build), gathers seeds (writer-made ones from the test suite
+# plus the GGUF files in ../shared) and fuzzes for N seconds (default 60).
 #   fuzz/run_gguf_fuzz.sh [seconds] [extra libFuzzer flags...]
-# Work files (corpus, crash artifacts) go to $HEARTH_FUZZ_WORK (default build-fuzz/gguf-fuzz).
+# Work files (corpus, crash artifacts) go to $HEARTH_FUZZ_WORK (default build-asan/gguf-fuzz).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 secs=${1:-60}
 shift || true
 shared=${HEARTH_SHARED_DIR:-$root/../shared}
-fuzz_build=${HEARTH_FUZZ_BUILD:-$root/build-fuzz}
+fuzz_build=$root/build-asan  # the sanitizer build (scripts/build.sh asan)
 test_build=${HEARTH_TEST_BUILD:-$root/build-gguf}
 work=${HEARTH_FUZZ_WORK:-$fuzz_build/gguf-fuzz}
 
-CC=clang CXX=clang++ cmake -S "$root" -B "$fuzz_build" -G Ninja -DHEARTH_FUZZ=ON \
-  -DHEARTH_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Debug >/dev/null
-cmake --build "$fuzz_build" --target gguf_reader_fuzz
+# scripts/fuzz.sh builds every target first and runs several of these at once.
+[ "${HEARTH_FUZZ_PREBUILT:-0}" = 1 ] || "$root/scripts/build.sh" asan gguf_reader_fuzz >/dev/null
 
 mkdir -p "$work/corpus" "$work/seeds" "$work/artifacts"
 # Writer-made seeds come from the test suite (Corpus.FuzzSeeds writes them when asked).

@@ -1,17 +1,16 @@
 #!/usr/bin/env bash
-# Builds grammar_fuzz with clang and fuzzes the GBNF grammar engine (parser, matcher, token
-# mask) for N seconds (default 60), seeded with grammars and texts they accept or reject, and
-# a dictionary of GBNF syntax.
+# Builds grammar_fuzz (sanitizer build) and fuzzes the GBNF grammar engine (parser, matcher, token
+# mask) for N seconds (default 60), seeded with grammars and texts they accept or reject, and a
+# dictionary of GBNF syntax.
 #   fuzz/run_grammar_fuzz.sh [seconds] [extra libFuzzer flags...]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 secs=${1:-60}
 shift || true
-fuzz_build=${HEARTH_FUZZ_BUILD:-$root/build-fuzz}
+fuzz_build=$root/build-asan  # the sanitizer build (scripts/build.sh asan)
 work=${HEARTH_FUZZ_WORK:-$fuzz_build/grammar-fuzz}
-CC=clang CXX=clang++ cmake -S "$root" -B "$fuzz_build" -G Ninja -DHEARTH_FUZZ=ON \
-  -DHEARTH_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Debug >/dev/null
-cmake --build "$fuzz_build" --target grammar_fuzz
+# scripts/fuzz.sh builds every target first and runs several of these at once.
+[ "${HEARTH_FUZZ_PREBUILT:-0}" = 1 ] || "$root/scripts/build.sh" asan grammar_fuzz >/dev/null
 mkdir -p "$work/corpus" "$work/artifacts"
 seed() { printf '%s\0%s' "$1" "$2" >"$work/corpus/seed-$3"; }
 json='root ::= ws value ws

@@ -1,16 +1,15 @@
 #!/usr/bin/env bash
-# Builds json_schema_fuzz with clang and fuzzes the JSON Schema → GBNF converter for N seconds
-# (default 60), seeded with schemas using every supported keyword and a dictionary of them.
+# Builds json_schema_fuzz (sanitizer build) and fuzzes the JSON Schema → GBNF converter for N
+# seconds (default 60), seeded with schemas using every supported keyword and a dictionary of them.
 #   fuzz/run_json_schema_fuzz.sh [seconds] [extra libFuzzer flags...]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 secs=${1:-60}
 shift || true
-fuzz_build=${HEARTH_FUZZ_BUILD:-$root/build-fuzz}
+fuzz_build=$root/build-asan  # the sanitizer build (scripts/build.sh asan)
 work=${HEARTH_FUZZ_WORK:-$fuzz_build/json-schema-fuzz}
-CC=clang CXX=clang++ cmake -S "$root" -B "$fuzz_build" -G Ninja -DHEARTH_FUZZ=ON \
-  -DHEARTH_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Debug >/dev/null
-cmake --build "$fuzz_build" --target json_schema_fuzz
+# scripts/fuzz.sh builds every target first and runs several of these at once.
+[ "${HEARTH_FUZZ_PREBUILT:-0}" = 1 ] || "$root/scripts/build.sh" asan json_schema_fuzz >/dev/null
 mkdir -p "$work/corpus" "$work/artifacts"
 seed() { printf '%s' "$1" >"$work/corpus/seed-$2"; }
 seed '{"type":"object","properties":{"name":{"type":"string","minLength":1,"maxLength":20},"age":{"type":"integer","minimum":0,"maximum":150},"tags":{"type":"array","items":{"type":"string"},"minItems":1,"maxItems":3}},"required":["name"],"additionalProperties":false}' object

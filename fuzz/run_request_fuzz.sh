@@ -1,16 +1,15 @@
 #!/usr/bin/env bash
-# Builds request_fuzz with clang and fuzzes the server's request parser for N seconds (default
-# 60), seeded with valid chat / completions / llama-server bodies.
+# Builds request_fuzz (sanitizer build) and fuzzes the server's request parser for N seconds
+# (default 60), seeded with valid chat / completions / llama-server bodies.
 #   fuzz/run_request_fuzz.sh [seconds] [extra libFuzzer flags...]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 secs=${1:-60}
 shift || true
-fuzz_build=${HEARTH_FUZZ_BUILD:-$root/build-fuzz}
+fuzz_build=$root/build-asan  # the sanitizer build (scripts/build.sh asan)
 work=${HEARTH_FUZZ_WORK:-$fuzz_build/request-fuzz}
-CC=clang CXX=clang++ cmake -S "$root" -B "$fuzz_build" -G Ninja -DHEARTH_FUZZ=ON \
-  -DHEARTH_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Debug >/dev/null
-cmake --build "$fuzz_build" --target request_fuzz
+# scripts/fuzz.sh builds every target first and runs several of these at once.
+[ "${HEARTH_FUZZ_PREBUILT:-0}" = 1 ] || "$root/scripts/build.sh" asan request_fuzz >/dev/null
 mkdir -p "$work/corpus" "$work/artifacts"
 seed() { printf '%s%s' "$1" "$2" >"$work/corpus/seed-$3"; }
 seed '0' '{"model":"m","messages":[{"role":"system","content":"s"},{"role":"user","content":[{"type":"text","text":"hi"}]}],"stream":true,"stream_options":{"include_usage":true},"max_tokens":5,"temperature":0.5,"stop":["a","b"],"logprobs":true,"top_logprobs":2,"truncation":"auto","reasoning_format":"deepseek","chat_template_kwargs":{"x":1}}' chat

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds template_fuzz with clang and fuzzes the chat-template engine for N seconds (default
+# Builds template_fuzz (sanitizer build) and fuzzes the chat-template engine for N seconds (default
 # 60), seeded with the real templates of ../shared/templates (each alone and with each case's
 # context) and a dictionary of Jinja syntax.
 #   fuzz/run_template_fuzz.sh [seconds] [extra libFuzzer flags...]
@@ -8,11 +8,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 secs=${1:-60}
 shift || true
 shared=${HEARTH_SHARED_DIR:-$root/../shared}
-fuzz_build=${HEARTH_FUZZ_BUILD:-$root/build-fuzz}
+fuzz_build=$root/build-asan  # the sanitizer build (scripts/build.sh asan)
 work=${HEARTH_FUZZ_WORK:-$fuzz_build/template-fuzz}
-CC=clang CXX=clang++ cmake -S "$root" -B "$fuzz_build" -G Ninja -DHEARTH_FUZZ=ON \
-  -DHEARTH_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Debug >/dev/null
-cmake --build "$fuzz_build" --target template_fuzz
+# scripts/fuzz.sh builds every target first and runs several of these at once.
+[ "${HEARTH_FUZZ_PREBUILT:-0}" = 1 ] || "$root/scripts/build.sh" asan template_fuzz >/dev/null
 mkdir -p "$work/corpus" "$work/seeds" "$work/artifacts"
 if [ -d "$shared/templates/templates" ]; then
   python3 - "$shared/templates" "$work/seeds" <<'PY'

@@ -1,16 +1,15 @@
 #!/usr/bin/env bash
-# Builds tool_call_fuzz with clang and fuzzes the tool-call parsers (every format) for N seconds
-# (default 60), seeded with each format's calls, and a dictionary of the formats' markers.
+# Builds tool_call_fuzz (sanitizer build) and fuzzes the tool-call parsers (every format) for N
+# seconds (default 60), seeded with each format's calls, and a dictionary of the formats' markers.
 #   fuzz/run_tool_call_fuzz.sh [seconds] [extra libFuzzer flags...]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 secs=${1:-60}
 shift || true
-fuzz_build=${HEARTH_FUZZ_BUILD:-$root/build-fuzz}
+fuzz_build=$root/build-asan  # the sanitizer build (scripts/build.sh asan)
 work=${HEARTH_FUZZ_WORK:-$fuzz_build/tool-call-fuzz}
-CC=clang CXX=clang++ cmake -S "$root" -B "$fuzz_build" -G Ninja -DHEARTH_FUZZ=ON \
-  -DHEARTH_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Debug >/dev/null
-cmake --build "$fuzz_build" --target tool_call_fuzz
+# scripts/fuzz.sh builds every target first and runs several of these at once.
+[ "${HEARTH_FUZZ_PREBUILT:-0}" = 1 ] || "$root/scripts/build.sh" asan tool_call_fuzz >/dev/null
 mkdir -p "$work/corpus" "$work/artifacts"
 # seed FORMAT-INDEX NAME TEXT: the format byte (chat::ToolFormat order), a split seed, the reply
 seed() { printf "\\x$(printf %02x "$1")\\x05%s" "$3" >"$work/corpus/seed-$2"; }

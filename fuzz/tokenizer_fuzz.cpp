@@ -11,11 +11,10 @@
 // vocabulary-only files); by default the Qwen3 and Llama 3 vocabularies of
 // $HEARTH_SHARED_DIR (default: ../shared beside the source tree)/tokenizers.
 //
-//   CC=clang CXX=clang++ cmake -S . -B build-fuzz-tok -G Ninja -DHEARTH_FUZZ=ON \
-//     -DHEARTH_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Debug
-//   cmake --build build-fuzz-tok --target tokenizer_fuzz
-//   mkdir -p build-fuzz-tok/tok-corpus
-//   build-fuzz-tok/fuzz/tokenizer_fuzz -max_total_time=60 -max_len=512 build-fuzz-tok/tok-corpus
+//   scripts/build.sh asan tokenizer_fuzz     # the sanitizer build (clang) holds the fuzz targets
+//   mkdir -p build-asan/tok-corpus
+//   build-asan/fuzz/tokenizer_fuzz -max_total_time=60 -max_len=512 build-asan/tok-corpus
+// (fuzz/run_tokenizer_fuzz.sh does this with seeds.)
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>

@@ -103,8 +103,8 @@ TEST(TemplateSemantics, LimitsStopHostileTemplates) {
       "{% for i in range(100) %}{% for j in range(100) %}x{% endfor %}{% endfor %}",
       "{{ 'x' * 100000000000 }}",
       "{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}",
-      "{% set ns = namespace(s='ab') %}{% for i in range(60) %}{% set ns.s = ns.s ~ ns.s %}{% "
-      "endfor %}",
+      ("{% set ns = namespace(s='ab') %}{% for i in range(60) %}{% set ns.s = ns.s ~ ns.s %}"
+       "{% endfor %}"),  // one string (the parentheses say so)
       "{{ range(1000000000) | list | length }}",
       "{{ ([1] * 100000) * 100000 }}",
   };
@@ -163,6 +163,39 @@ TEST(TemplateSemantics, SpecialRangesCoverOnlyTemplateText) {
 TEST(TemplateSemantics, KeyOrderFollowsTheContext) {
   const json ctx = json::parse(R"({"t": {"z": 1, "a": {"y": [], "b": "é/<>&'"}}})");
   EXPECT_EQ(render("{{ t | tojson }}", ctx), R"({"z": 1, "a": {"y": [], "b": "é/<>&'"}})");
+}
+
+// Filters and tests are looked up in tables by name; `is filter` and `is test` answer from the
+// same tables, so every filter and test there is answers True and nothing else does. The
+// operator spellings of the comparison tests (==, <, ...) work in select/reject but are not
+// names a template can write after `is`, so `is test` does not count them.
+TEST(TemplateSemantics, FilterAndTestNamesAreTheTables) {
+  const char* const filters[] = {
+      "trim",       "upper",   "lower",       "title",   "capitalize", "string",    "safe",
+      "e",          "escape",  "forceescape", "length",  "count",      "wordcount", "default",
+      "d",          "replace", "tojson",      "items",   "dictsort",   "list",      "first",
+      "last",       "reverse", "join",        "map",     "select",     "reject",    "selectattr",
+      "rejectattr", "unique",  "sort",        "min",     "max",        "sum",       "int",
+      "float",      "abs",     "round",       "indent",  "center",     "batch",     "attr",
+      "pprint",     "format",  "truncate",    "groupby", "slice",      "wordwrap"};
+  for (const char* f : filters)
+    EXPECT_EQ(render(std::string("{{ '") + f + "' is filter }}"), "True") << f;
+  const char* const tests[] = {
+      "defined",  "undefined",   "none",   "boolean", "true",     "false",       "string",
+      "number",   "integer",     "float",  "mapping", "iterable", "sequence",    "callable",
+      "escaped",  "lower",       "upper",  "even",    "odd",      "divisibleby", "eq",
+      "equalto",  "ne",          "sameas", "lt",      "le",       "gt",          "ge",
+      "lessthan", "greaterthan", "in",     "filter",  "test"};
+  for (const char* t : tests)
+    EXPECT_EQ(render(std::string("{{ '") + t + "' is test }}"), "True") << t;
+  EXPECT_EQ(render("{{ 'nosuch' is filter }}{{ 'nosuch' is test }}{{ '==' is test }}"
+                   "{{ 'Trim' is filter }}{{ '' is test }}{{ 1 is filter }}{{ none is test }}"
+                   "{{ 'trim' is test }}{{ 'even' is filter }}"),
+            "FalseFalseFalseFalseFalseFalseFalseFalseFalse");
+  EXPECT_EQ(
+      render("{{ [1, 2, 3] | select('==', 2) | list }}|{{ [1, 2, 3] | reject('<', 2) | list }}"
+             "|{{ [1, 2, 3] | select('>=', 2) | list }}|{{ [1, 2] | select('!=', 1) | list }}"),
+      "[2]|[2, 3]|[2, 3]|[2]");
 }
 
 }  // namespace

@@ -67,7 +67,8 @@ TEST(Recurrent, ConvTapsBitExactAcrossLevels) {
 }
 
 TEST(Recurrent, DeltaRuleStepBitExactAcrossLevelsAndMatchesFormula) {
-  for (auto [dk, dv] : {std::pair<int64_t, int64_t>{64, 64}, {128, 128}, {16, 24}, {8, 5}}) {
+  for (const auto& dims : {std::pair<int64_t, int64_t>{64, 64}, {128, 128}, {16, 24}, {8, 5}}) {
+    const int64_t dk = dims.first, dv = dims.second;  // named copies: lambdas capture them
     SCOPED_TRACE(std::to_string(dk) + "x" + std::to_string(dv));
     const auto S0 = random_vec(static_cast<size_t>(dk * dv), 3, 0.3f);
     const auto q = random_vec(static_cast<size_t>(dk), 4, 0.2f);

@@ -121,7 +121,7 @@ TEST_F(Conversation, SameRequestTwiceHitsOnTheSecond) {
 }
 
 TEST_F(Conversation, EightTurnsPrefillOnlyEachTurnsNewText) {
-  json messages = {kSystem};
+  json messages = json::array({kSystem});
   int64_t prefilled = 0, fresh = 0, seen = 0;
   for (int t = 0; t < 8; ++t) {
     messages.push_back(user("Turn " + std::to_string(t + 1) + ": tell me one more thing."));

@@ -134,7 +134,7 @@ TEST_F(WarmTurn, NextTurnPrefillsOnlyItsNewText) {
 TEST_F(WarmTurn, RepliesAreTheSameWithAndWithoutWarming) {
   std::vector<std::string> got[2];
   for (int i = 0; i < 2; ++i) {
-    json messages = {user("Tell me a story about a lighthouse.")};
+    json messages = json::array({user("Tell me a story about a lighthouse.")});
     for (int t = 0; t < 3; ++t) {
       const Reply r = chat(i, messages, t == 1 ? 5 : 24);  // turn 2 is cut by max_tokens
       got[i].push_back(r.content);

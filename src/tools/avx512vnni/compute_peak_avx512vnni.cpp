@@ -4,8 +4,10 @@
 // GCC 12's AVX-512 intrinsics pass _mm*_undefined_*() values to their builtins, which
 // -Wmaybe-uninitialized and, here, -Wuninitialized report (a false positive; nothing reads
 // those lanes).
+#if defined(__GNUC__) && !defined(__clang__)  // GCC only; clang has no such group
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 #include <immintrin.h>
 
 #include <cstdint>
