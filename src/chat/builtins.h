@@ -11,9 +11,11 @@
 
 namespace hearth::chat {
 
-// Filters and tests raise TemplateError via in.fail (unknown names included).
+// Filters and tests raise TemplateError via in.fail (unknown names included). Each is one
+// function in a table by name: filters in filters_*.cpp (filters.h), tests in builtin_tests.cpp.
 Value apply_filter(Interpreter& in, std::string_view name, const Value& v, CallArgs& args);
 bool apply_test(Interpreter& in, std::string_view name, const Value& v, CallArgs& args);
+bool has_filter(std::string_view name);
 
 // Python methods of str, list, dict (and loop.cycle). Mutating list/dict methods exist but
 // raise a SecurityError when called, as in Jinja's immutable sandbox.
@@ -27,13 +29,10 @@ const Value* find_global(std::string_view name);
 // Python's `str % args` (printf-style: %s %r %d %i %f %x %%).
 Value python_percent_format(Interpreter& in, const Value& fmt, const Value& args);
 
-// A filter's argument by position, else by keyword; Undefined when absent.
+// A call's argument by position, else by keyword; Undefined when absent.
 const Value& call_arg(const CallArgs& a, size_t i, std::string_view kw);
-
-// groupby(attribute, default=None, case_sensitive=False) and slice(slices, fill_with=None)
-// (filters_seq.cpp).
-Value filter_groupby(Interpreter& in, const Value& v, const CallArgs& a);
-Value filter_slice(Interpreter& in, const Value& v, const CallArgs& a);
+// An optional int argument: dflt when absent or None, a TypeError when not an int.
+int64_t int_arg(Interpreter& in, const Value& v, int64_t dflt, const char* what);
 
 // Jinja's make_attrgetter: `attribute` is a dotted str path (all-digit parts index as ints) or
 // an int; with `dflt`, an undefined step becomes *dflt.
