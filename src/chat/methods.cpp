@@ -1,6 +1,9 @@
-// Python methods on str, list and dict values, plus loop.cycle.
+// Python methods on str, list and dict values, plus loop.cycle: one function per method, found
+// by name in the table of the value's type.
 #include <algorithm>
-#include <array>
+#include <cctype>
+#include <optional>
+#include <span>
 
 #include "chat/builtins.h"
 #include "chat/py_string.h"
@@ -10,43 +13,24 @@ namespace {
 
 using Kind = TemplateError::Kind;
 
-constexpr std::array<std::string_view, 34> kStrMethods = {
-    "strip",    "lstrip",  "rstrip",  "split",   "rsplit",    "splitlines",   "startswith",
-    "endswith", "replace", "upper",   "lower",   "title",     "capitalize",   "format",
-    "join",     "find",    "rfind",   "index",   "rindex",    "count",        "isdigit",
-    "isalpha",  "isalnum", "isspace", "islower", "isupper",   "removeprefix", "removesuffix",
-    "center",   "ljust",   "rjust",   "zfill",   "isnumeric", "swapcase"};
-constexpr std::array<std::string_view, 2> kListMethods = {"index", "count"};
-constexpr std::array<std::string_view, 9> kListMutators = {
-    "append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse", "__setitem__"};
-constexpr std::array<std::string_view, 5> kDictMethods = {"items", "keys", "values", "get", "copy"};
-constexpr std::array<std::string_view, 6> kDictMutators = {"update",     "pop",   "popitem",
-                                                           "setdefault", "clear", "__setitem__"};
+// A method gets its object (`self`) and the call's arguments.
+using MethodFn = Value (*)(Interpreter& in, const Value& self, CallArgs& a);
+struct NamedMethod {
+  std::string_view name;
+  MethodFn fn;
+};
 
-template <size_t N>
-bool contains(const std::array<std::string_view, N>& a, std::string_view n) {
-  return std::find(a.begin(), a.end(), n) != a.end();
-}
-
-const Value& arg(CallArgs& a, size_t i, std::string_view kw) {
-  static const Value kUndefined;
-  if (i < a.positional.size()) return a.positional[i];
-  if (const Value* v = a.kw(kw)) return *v;
-  return kUndefined;
-}
+// The sandbox's mutating methods: they exist (so a template can name them) but refuse to run.
+constexpr std::string_view kListMutators[] = {"append", "extend", "insert",  "pop",        "remove",
+                                              "clear",  "sort",   "reverse", "__setitem__"};
+constexpr std::string_view kDictMutators[] = {"update",     "pop",   "popitem",
+                                              "setdefault", "clear", "__setitem__"};
 
 std::optional<std::string> opt_str(Interpreter& in, const Value& v, const char* what) {
   if (v.is_undefined() || v.is_none()) return std::nullopt;
   if (!v.is_string())
     in.fail(Kind::Type, std::string(what) + " must be str or None, not " + v.type_name());
   return v.str();
-}
-
-int64_t opt_int(Interpreter& in, const Value& v, int64_t dflt, const char* what) {
-  if (v.is_undefined() || v.is_none()) return dflt;
-  if (!v.is_number() || v.is_float())
-    in.fail(Kind::Type, std::string(what) + " must be an integer, not " + v.type_name());
-  return v.as_int();
 }
 
 bool all_trusted(const Value& self, const CallArgs& a) {
@@ -128,152 +112,323 @@ std::string str_format(Interpreter& in, const std::string& f, CallArgs& a) {
   return out;
 }
 
-Value string_method(Interpreter& in, const Value& self, std::string_view name, CallArgs& a) {
+// A str method's string result: template text only when self and every str argument were.
+Value text_result(Interpreter& in, const Value& self, const CallArgs& a, std::string r) {
+  in.check_size(r.size());
+  return Value::string(std::move(r), all_trusted(self, a));
+}
+
+// --- str: case, padding, trimming ------------------------------------------------------------
+// upper, lower, title, capitalize.
+template <std::string (*Map)(std::string_view)>
+Value recase(Interpreter& in, const Value& self, CallArgs& a) {
+  return text_result(in, self, a, Map(self.str()));
+}
+
+Value swapcase(Interpreter& in, const Value& self, CallArgs& a) {
+  std::string r = self.str();
+  for (char& c : r) {
+    if (c >= 'a' && c <= 'z') {
+      c = static_cast<char>(c - 32);
+    } else if (c >= 'A' && c <= 'Z') {
+      c = static_cast<char>(c + 32);
+    }
+  }
+  return text_result(in, self, a, std::move(r));
+}
+
+// strip, lstrip, rstrip.
+template <bool Left, bool Right>
+Value strip(Interpreter& in, const Value& self, CallArgs& a) {
+  auto chars = opt_str(in, call_arg(a, 0, "chars"), "strip arg");
+  return text_result(in, self, a, py::strip(self.str(), chars, Left, Right));
+}
+
+// removeprefix, removesuffix: self itself when the affix is not there.
+template <bool Prefix>
+Value remove_affix(Interpreter& in, const Value& self, CallArgs& a) {
   const std::string& s = self.str();
-  const bool trusted = all_trusted(self, a);
-  auto out = [&](std::string r) {
-    in.check_size(r.size());
-    return Value::string(std::move(r), trusted);
-  };
-  if (name == "strip" || name == "lstrip" || name == "rstrip") {
-    auto chars = opt_str(in, arg(a, 0, "chars"), "strip arg");
-    return out(py::strip(s, chars, name != "rstrip", name != "lstrip"));
+  const Value& p = call_arg(a, 0, Prefix ? "prefix" : "suffix");
+  if (!p.is_string())
+    in.fail(Kind::Type, std::string(Prefix ? "removeprefix" : "removesuffix") + " arg must be str");
+  if (!affix_match(in, s, p, Prefix)) return self;
+  return text_result(in, self, a,
+                     Prefix ? s.substr(p.str().size()) : s.substr(0, s.size() - p.str().size()));
+}
+
+enum class Justify { Center, Left, Right, Zeros };
+
+// center, ljust, rjust (with fillchar, one code point) and zfill: self when already as wide.
+template <Justify How>
+Value justify(Interpreter& in, const Value& self, CallArgs& a) {
+  const std::string& s = self.str();
+  const int64_t width = int_arg(in, call_arg(a, 0, "width"), 0, "width");
+  const size_t len = utf8_length(s);
+  if (width <= static_cast<int64_t>(len)) return self;
+  const auto pad = static_cast<size_t>(width) - len;
+  in.check_size(s.size() + pad);
+  if (How == Justify::Zeros) {
+    const bool sign = !s.empty() && (s[0] == '-' || s[0] == '+');
+    return text_result(
+        in, self, a, (sign ? s.substr(0, 1) : "") + std::string(pad, '0') + s.substr(sign ? 1 : 0));
   }
-  if (name == "split" || name == "rsplit") {
-    auto sep = opt_str(in, arg(a, 0, "sep"), "sep");
-    if (sep && sep->empty()) in.fail(Kind::Runtime, "empty separator");
-    const int64_t maxsplit = opt_int(in, arg(a, 1, "maxsplit"), -1, "maxsplit");
-    in.charge(s.size() / 8 + 1);
-    return str_list(name == "split" ? py::split(s, sep, maxsplit) : py::rsplit(s, sep, maxsplit),
-                    trusted);
-  }
-  if (name == "splitlines")
-    return str_list(py::splitlines(s, arg(a, 0, "keepends").truthy()), trusted);
-  if (name == "startswith" || name == "endswith")
-    return Value::boolean(affix_match(in, s, arg(a, 0, "prefix"), name == "startswith"));
-  if (name == "replace") {
-    const Value& from = arg(a, 0, "old");
-    const Value& to = arg(a, 1, "new");
-    if (!from.is_string() || !to.is_string())
-      in.fail(Kind::Type, "replace() arguments must be str");
-    const int64_t count = opt_int(in, arg(a, 2, "count"), -1, "count");
-    if (!from.str().empty() && to.str().size() > from.str().size()) {
-      const size_t n = py::count(s, from.str());
-      in.check_size(s.size() + n * (to.str().size() - from.str().size()));
-    } else if (from.str().empty()) {
-      in.check_size(s.size() + (s.size() + 1) * to.str().size());
-    }
-    return out(py::replace(s, from.str(), to.str(), count));
-  }
-  if (name == "upper") return out(py::upper(s));
-  if (name == "lower") return out(py::lower(s));
-  if (name == "title") return out(py::title(s));
-  if (name == "capitalize") return out(py::capitalize(s));
-  if (name == "swapcase") {
-    std::string r = s;
-    for (char& c : r) {
-      if (c >= 'a' && c <= 'z') {
-        c = static_cast<char>(c - 32);
-      } else if (c >= 'A' && c <= 'Z') {
-        c = static_cast<char>(c + 32);
-      }
-    }
-    return out(std::move(r));
-  }
-  if (name == "format") return Value::string(str_format(in, s, a), false);
-  if (name == "join") {
-    const std::vector<Value> items = iterable_items(in, arg(a, 0, "iterable"));
+  std::string fill = " ";
+  if (const Value& f = call_arg(a, 1, "fillchar"); f.is_string() && utf8_length(f.str()) == 1)
+    fill = f.str();
+  auto rep = [&](size_t n) {
     std::string r;
-    for (size_t i = 0; i < items.size(); ++i) {
-      if (!items[i].is_string())
-        in.fail(Kind::Type, "sequence item " + std::to_string(i) + ": expected str instance, " +
-                                items[i].type_name() + " found");
-      if (i) r += s;
-      r += items[i].str();
-      in.check_size(r.size());
+    for (size_t i = 0; i < n; ++i) r += fill;
+    return r;
+  };
+  if (How == Justify::Left) return text_result(in, self, a, s + rep(pad));
+  if (How == Justify::Right) return text_result(in, self, a, rep(pad) + s);
+  const size_t left = pad / 2 + (pad & static_cast<size_t>(width) & 1);
+  return text_result(in, self, a, rep(left) + s + rep(pad - left));
+}
+
+// --- str: splitting, joining, replacing, formatting ------------------------------------------
+// split, rsplit.
+template <bool FromRight>
+Value split(Interpreter& in, const Value& self, CallArgs& a) {
+  const std::string& s = self.str();
+  auto sep = opt_str(in, call_arg(a, 0, "sep"), "sep");
+  if (sep && sep->empty()) in.fail(Kind::Runtime, "empty separator");
+  const int64_t maxsplit = int_arg(in, call_arg(a, 1, "maxsplit"), -1, "maxsplit");
+  in.charge(s.size() / 8 + 1);
+  return str_list(FromRight ? py::rsplit(s, sep, maxsplit) : py::split(s, sep, maxsplit),
+                  all_trusted(self, a));
+}
+
+Value splitlines(Interpreter&, const Value& self, CallArgs& a) {
+  return str_list(py::splitlines(self.str(), call_arg(a, 0, "keepends").truthy()),
+                  all_trusted(self, a));
+}
+
+Value join(Interpreter& in, const Value& self, CallArgs& a) {
+  const std::vector<Value> items = iterable_items(in, call_arg(a, 0, "iterable"));
+  std::string r;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (!items[i].is_string())
+      in.fail(Kind::Type, "sequence item " + std::to_string(i) + ": expected str instance, " +
+                              items[i].type_name() + " found");
+    if (i) r += self.str();
+    r += items[i].str();
+    in.check_size(r.size());
+  }
+  return Value::string(std::move(r), false);
+}
+
+Value replace(Interpreter& in, const Value& self, CallArgs& a) {
+  const std::string& s = self.str();
+  const Value& from = call_arg(a, 0, "old");
+  const Value& to = call_arg(a, 1, "new");
+  if (!from.is_string() || !to.is_string()) in.fail(Kind::Type, "replace() arguments must be str");
+  const int64_t count = int_arg(in, call_arg(a, 2, "count"), -1, "count");
+  if (!from.str().empty() && to.str().size() > from.str().size()) {
+    const size_t n = py::count(s, from.str());
+    in.check_size(s.size() + n * (to.str().size() - from.str().size()));
+  } else if (from.str().empty()) {
+    in.check_size(s.size() + (s.size() + 1) * to.str().size());
+  }
+  return text_result(in, self, a, py::replace(s, from.str(), to.str(), count));
+}
+
+Value format(Interpreter& in, const Value& self, CallArgs& a) {
+  return Value::string(str_format(in, self.str(), a), false);
+}
+
+// --- str: searching and classifying ----------------------------------------------------------
+// startswith, endswith.
+template <bool Start>
+Value has_affix(Interpreter& in, const Value& self, CallArgs& a) {
+  return Value::boolean(affix_match(in, self.str(), call_arg(a, 0, "prefix"), Start));
+}
+
+// find, rfind (-1 when absent) and index, rindex (an error then); positions in code points.
+template <bool FromRight, bool MustFind>
+Value find(Interpreter& in, const Value& self, CallArgs& a) {
+  const std::string& s = self.str();
+  const Value& sub = call_arg(a, 0, "sub");
+  if (!sub.is_string()) in.fail(Kind::Type, "must be str, not " + sub.type_name());
+  const size_t f = FromRight ? s.rfind(sub.str()) : s.find(sub.str());
+  if (f == std::string::npos) {
+    if (MustFind) in.fail(Kind::Runtime, "substring not found");
+    return Value::integer(-1);
+  }
+  return Value::integer(static_cast<int64_t>(utf8_length(std::string_view(s).substr(0, f))));
+}
+
+Value count(Interpreter& in, const Value& self, CallArgs& a) {
+  const Value& sub = call_arg(a, 0, "sub");
+  if (!sub.is_string()) in.fail(Kind::Type, "must be str, not " + sub.type_name());
+  return Value::integer(static_cast<int64_t>(py::count(self.str(), sub.str())));
+}
+
+// isdigit, isnumeric, isalpha, isalnum: a non-empty string of such ASCII bytes.
+template <int (*Is)(int)>
+Value all_bytes(Interpreter&, const Value& self, CallArgs&) {
+  const std::string& s = self.str();
+  return Value::boolean(!s.empty() && std::all_of(s.begin(), s.end(), Is));
+}
+
+Value isspace(Interpreter&, const Value& self, CallArgs&) {
+  const std::string& s = self.str();
+  if (s.empty()) return Value::boolean(false);
+  for (size_t i = 0; i < s.size();)
+    if (!py::is_space(py::decode(s, i))) return Value::boolean(false);
+  return Value::boolean(true);
+}
+
+Value islower(Interpreter&, const Value& self, CallArgs&) {
+  return Value::boolean(py::is_lower(self.str()));
+}
+Value isupper(Interpreter&, const Value& self, CallArgs&) {
+  return Value::boolean(py::is_upper(self.str()));
+}
+
+constexpr NamedMethod kStrMethods[] = {
+    {"strip", strip<true, true>},
+    {"lstrip", strip<true, false>},
+    {"rstrip", strip<false, true>},
+    {"split", split<false>},
+    {"rsplit", split<true>},
+    {"splitlines", splitlines},
+    {"startswith", has_affix<true>},
+    {"endswith", has_affix<false>},
+    {"replace", replace},
+    {"upper", recase<py::upper>},
+    {"lower", recase<py::lower>},
+    {"title", recase<py::title>},
+    {"capitalize", recase<py::capitalize>},
+    {"swapcase", swapcase},
+    {"format", format},
+    {"join", join},
+    {"find", find<false, false>},
+    {"rfind", find<true, false>},
+    {"index", find<false, true>},
+    {"rindex", find<true, true>},
+    {"count", count},
+    {"isdigit", all_bytes<::isdigit>},
+    {"isnumeric", all_bytes<::isdigit>},
+    {"isalpha", all_bytes<::isalpha>},
+    {"isalnum", all_bytes<::isalnum>},
+    {"isspace", isspace},
+    {"islower", islower},
+    {"isupper", isupper},
+    {"removeprefix", remove_affix<true>},
+    {"removesuffix", remove_affix<false>},
+    {"center", justify<Justify::Center>},
+    {"ljust", justify<Justify::Left>},
+    {"rjust", justify<Justify::Right>},
+    {"zfill", justify<Justify::Zeros>},
+};
+
+// --- list, dict, loop ------------------------------------------------------------------------
+Value list_count(Interpreter&, const Value& self, CallArgs& a) {
+  const Value& x = call_arg(a, 0, "value");
+  int64_t n = 0;
+  for (const auto& v : self.list_data().items) n += py_equal(v, x);
+  return Value::integer(n);
+}
+
+Value list_index(Interpreter& in, const Value& self, CallArgs& a) {
+  const auto& items = self.list_data().items;
+  const Value& x = call_arg(a, 0, "value");
+  for (size_t i = 0; i < items.size(); ++i)
+    if (py_equal(items[i], x)) return Value::integer(static_cast<int64_t>(i));
+  in.fail(Kind::Runtime, x.repr() + " is not in list");
+}
+
+constexpr NamedMethod kListMethods[] = {{"count", list_count}, {"index", list_index}};
+
+Value dict_get(Interpreter& in, const Value& self, CallArgs& a) {
+  const Value& key = call_arg(a, 0, "key");
+  if (!is_hashable(key)) in.fail(Kind::Type, "unhashable type: '" + key.type_name() + "'");
+  if (const Value* v = self.dict_data().find(key)) return *v;
+  const Value& dflt = call_arg(a, 1, "default");
+  return dflt.is_undefined() ? Value::none() : dflt;
+}
+
+Value dict_copy(Interpreter&, const Value& self, CallArgs&) {
+  const DictData& d = self.dict_data();
+  Value c = Value::dict();
+  c.dict_data().items = d.items;
+  c.dict_data().depth = d.depth;
+  return c;
+}
+
+enum class DictPart { Keys, Values, Items };
+
+// keys, values, items: a list of the keys, the values or (key, value) tuples.
+template <DictPart Part>
+Value dict_view(Interpreter& in, const Value& self, CallArgs&) {
+  const DictData& d = self.dict_data();
+  std::vector<Value> out;
+  out.reserve(d.items.size());
+  in.charge(d.items.size());
+  for (const auto& [k, v] : d.items) {
+    if (Part == DictPart::Keys) {
+      out.push_back(k);
+    } else if (Part == DictPart::Values) {
+      out.push_back(v);
+    } else {
+      out.push_back(Value::tuple({k, v}));
     }
-    return Value::string(std::move(r), false);
   }
-  if (name == "find" || name == "rfind" || name == "index" || name == "rindex") {
-    const Value& sub = arg(a, 0, "sub");
-    if (!sub.is_string()) in.fail(Kind::Type, "must be str, not " + sub.type_name());
-    const size_t f = name[0] == 'r' ? s.rfind(sub.str()) : s.find(sub.str());
-    if (f == std::string::npos) {
-      if (name.find("index") != std::string_view::npos)
-        in.fail(Kind::Runtime, "substring not found");
-      return Value::integer(-1);
-    }
-    return Value::integer(static_cast<int64_t>(utf8_length(std::string_view(s).substr(0, f))));
+  return Value::list(std::move(out));
+}
+
+constexpr NamedMethod kDictMethods[] = {{"items", dict_view<DictPart::Items>},
+                                        {"keys", dict_view<DictPart::Keys>},
+                                        {"values", dict_view<DictPart::Values>},
+                                        {"get", dict_get},
+                                        {"copy", dict_copy}};
+
+// loop.cycle(a, b, ...): the argument at the loop's index, round robin.
+Value cycle(Interpreter& in, const Value& self, CallArgs& a) {
+  if (a.positional.empty()) in.fail(Kind::Type, "no items for cycling given");
+  return a.positional[self.loop_data().index0 % a.positional.size()];
+}
+
+constexpr NamedMethod kLoopMethods[] = {{"cycle", cycle}};
+
+std::span<const NamedMethod> methods_of(Value::Type type) {
+  switch (type) {
+    case Value::Type::String:
+      return kStrMethods;
+    case Value::Type::List:
+      return kListMethods;
+    case Value::Type::Dict:
+      return kDictMethods;
+    case Value::Type::Loop:
+      return kLoopMethods;
+    default:
+      return {};
   }
-  if (name == "count") {
-    const Value& sub = arg(a, 0, "sub");
-    if (!sub.is_string()) in.fail(Kind::Type, "must be str, not " + sub.type_name());
-    return Value::integer(static_cast<int64_t>(py::count(s, sub.str())));
-  }
-  if (name == "isdigit" || name == "isnumeric")
-    return Value::boolean(!s.empty() && std::all_of(s.begin(), s.end(), ::isdigit));
-  if (name == "isalpha")
-    return Value::boolean(!s.empty() && std::all_of(s.begin(), s.end(), ::isalpha));
-  if (name == "isalnum")
-    return Value::boolean(!s.empty() && std::all_of(s.begin(), s.end(), ::isalnum));
-  if (name == "isspace") {
-    if (s.empty()) return Value::boolean(false);
-    for (size_t i = 0; i < s.size();)
-      if (!py::is_space(py::decode(s, i))) return Value::boolean(false);
-    return Value::boolean(true);
-  }
-  if (name == "islower") return Value::boolean(py::is_lower(s));
-  if (name == "isupper") return Value::boolean(py::is_upper(s));
-  if (name == "removeprefix" || name == "removesuffix") {
-    const Value& p = arg(a, 0, name == "removeprefix" ? "prefix" : "suffix");
-    if (!p.is_string()) in.fail(Kind::Type, std::string(name) + " arg must be str");
-    const bool pre = name == "removeprefix";
-    if (affix_match(in, s, p, pre))
-      return out(pre ? s.substr(p.str().size()) : s.substr(0, s.size() - p.str().size()));
-    return self;
-  }
-  if (name == "center" || name == "ljust" || name == "rjust" || name == "zfill") {
-    const int64_t width = opt_int(in, arg(a, 0, "width"), 0, "width");
-    const size_t len = utf8_length(s);
-    if (width <= static_cast<int64_t>(len)) return self;
-    const auto pad = static_cast<size_t>(width) - len;
-    in.check_size(s.size() + pad);
-    if (name == "zfill") {
-      const bool sign = !s.empty() && (s[0] == '-' || s[0] == '+');
-      return out((sign ? s.substr(0, 1) : "") + std::string(pad, '0') + s.substr(sign ? 1 : 0));
-    }
-    std::string fill = " ";
-    if (const Value& f = arg(a, 1, "fillchar"); f.is_string() && utf8_length(f.str()) == 1)
-      fill = f.str();
-    auto rep = [&](size_t n) {
-      std::string r;
-      for (size_t i = 0; i < n; ++i) r += fill;
-      return r;
-    };
-    if (name == "ljust") return out(s + rep(pad));
-    if (name == "rjust") return out(rep(pad) + s);
-    const size_t left = pad / 2 + (pad & static_cast<size_t>(width) & 1);
-    return out(rep(left) + s + rep(pad - left));
-  }
-  in.fail(Kind::Runtime, "'str' object has no attribute '" + std::string(name) + "'");
+}
+
+MethodFn find_method(const Value& obj, std::string_view name) {
+  for (const NamedMethod& m : methods_of(obj.type()))
+    if (m.name == name) return m.fn;
+  return nullptr;
+}
+
+bool is_mutator(const Value& obj, std::string_view name) {
+  if (obj.is_list())
+    return std::find(std::begin(kListMutators), std::end(kListMutators), name) !=
+           std::end(kListMutators);
+  if (obj.is_dict())
+    return std::find(std::begin(kDictMutators), std::end(kDictMutators), name) !=
+           std::end(kDictMutators);
+  return false;
 }
 
 }  // namespace
 
+// A namespace's names are its attributes; it has no methods.
 bool has_method(const Value& obj, std::string_view name) {
-  switch (obj.type()) {
-    case Value::Type::String:
-      return contains(kStrMethods, name);
-    case Value::Type::List:
-      return contains(kListMethods, name) || contains(kListMutators, name);
-    case Value::Type::Dict:
-      return !obj.dict_data().is_namespace &&
-             (contains(kDictMethods, name) || contains(kDictMutators, name));
-    case Value::Type::Loop:
-      return name == "cycle";
-    default:
-      return false;
-  }
+  if (obj.is_dict() && obj.dict_data().is_namespace) return false;
+  return find_method(obj, name) != nullptr || is_mutator(obj, name);
 }
 
 Value bound_method(const Value& obj, std::string_view name) {
@@ -287,62 +442,12 @@ Value bound_method(const Value& obj, std::string_view name) {
 }
 
 Value call_method(Interpreter& in, const Value& obj, std::string_view name, CallArgs& a) {
-  if ((obj.is_list() && contains(kListMutators, name)) ||
-      (obj.is_dict() && contains(kDictMutators, name)))
+  if (is_mutator(obj, name))
     in.fail(Kind::Security, "access to attribute '" + std::string(name) + "' of '" +
                                 obj.type_name() + "' object is unsafe.");
-  switch (obj.type()) {
-    case Value::Type::String:
-      return string_method(in, obj, name, a);
-    case Value::Type::List: {
-      const auto& items = obj.list_data().items;
-      const Value& x = arg(a, 0, "value");
-      if (name == "count") {
-        int64_t n = 0;
-        for (const auto& v : items) n += py_equal(v, x);
-        return Value::integer(n);
-      }
-      for (size_t i = 0; i < items.size(); ++i)
-        if (py_equal(items[i], x)) return Value::integer(static_cast<int64_t>(i));
-      in.fail(Kind::Runtime, x.repr() + " is not in list");
-    }
-    case Value::Type::Dict: {
-      const DictData& d = obj.dict_data();
-      if (name == "get") {
-        const Value& key = arg(a, 0, "key");
-        if (!is_hashable(key)) in.fail(Kind::Type, "unhashable type: '" + key.type_name() + "'");
-        if (const Value* v = d.find(key)) return *v;
-        const Value& dflt = arg(a, 1, "default");
-        return dflt.is_undefined() ? Value::none() : dflt;
-      }
-      if (name == "copy") {
-        Value c = Value::dict();
-        c.dict_data().items = d.items;
-        c.dict_data().depth = d.depth;
-        return c;
-      }
-      std::vector<Value> out;
-      out.reserve(d.items.size());
-      in.charge(d.items.size());
-      for (const auto& [k, v] : d.items) {
-        if (name == "keys") {
-          out.push_back(k);
-        } else if (name == "values") {
-          out.push_back(v);
-        } else {
-          out.push_back(Value::tuple({k, v}));
-        }
-      }
-      return Value::list(std::move(out));
-    }
-    case Value::Type::Loop: {
-      if (a.positional.empty()) in.fail(Kind::Type, "no items for cycling given");
-      return a.positional[obj.loop_data().index0 % a.positional.size()];
-    }
-    default:
-      in.fail(Kind::Runtime,
-              "'" + obj.type_name() + "' object has no attribute '" + std::string(name) + "'");
-  }
+  if (const MethodFn fn = find_method(obj, name)) return fn(in, obj, a);
+  in.fail(Kind::Runtime,
+          "'" + obj.type_name() + "' object has no attribute '" + std::string(name) + "'");
 }
 
 }  // namespace hearth::chat
