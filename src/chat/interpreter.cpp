@@ -1,7 +1,6 @@
 #include "chat/interpreter.h"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 #include <optional>
 
@@ -181,86 +180,26 @@ Interpreter::Flow Interpreter::exec_stmt(const Stmt& s, Scope& scope) {
       emit(eval(*s.expr, scope));
       return Flow::Normal;
     case Stmt::Kind::If:
-      for (size_t i = 0; i < s.conds.size(); ++i)
-        if (eval(*s.conds[i], scope).truthy()) return exec(s.bodies[i], scope);
-      if (s.bodies.size() > s.conds.size()) return exec(s.bodies.back(), scope);
-      return Flow::Normal;
+      return exec_if(s, scope);
     case Stmt::Kind::For: {
       Flow f = Flow::Normal;
       exec_for(s, scope, f);
       return Flow::Normal;
     }
-    case Stmt::Kind::Set: {
-      Value v = eval(*s.expr, scope);
-      if (!s.target_attr.empty()) {
-        Value* ns = scope.find(s.targets[0]);
-        loc_ = s.loc;
-        if (!ns || !ns->is_dict() || !ns->dict_data().is_namespace)
-          fail(Kind::Runtime, "cannot assign attribute on non-namespace object");
-        charge(64);
-        if (reaches(v, &ns->dict_data())) fail(Kind::Runtime, "a namespace cannot contain itself");
-        ns->dict_data().set(s.target_attr, std::move(v));
-      } else if (s.targets.size() == 1) {
-        scope.set(s.targets[0], std::move(v));
-      } else {
-        loc_ = s.loc;
-        if (!v.is_list() || v.list_data().items.size() != s.targets.size())
-          fail(Kind::Runtime, "cannot unpack " + v.type_name() + " into " +
-                                  std::to_string(s.targets.size()) + " names");
-        for (size_t i = 0; i < s.targets.size(); ++i)
-          scope.set(s.targets[i], v.list_data().items[i]);
-      }
+    case Stmt::Kind::Set:
+      exec_set(s, scope);
       return Flow::Normal;
-    }
     case Stmt::Kind::SetBlock: {
       Value v = capture(s.bodies[0], scope);
       scope.set(s.targets[0], apply_filters(s.filters, std::move(v), scope));
       return Flow::Normal;
     }
-    case Stmt::Kind::Macro: {
-      auto c = std::make_shared<Callable>();
-      c->name = s.text;
-      const Stmt* def = &s;
-      c->fn = [def](Interpreter& in, CallArgs& a) { return in.call_macro(*def, a, nullptr); };
-      scope.set(s.text, Value::callable(std::move(c)));
+    case Stmt::Kind::Macro:
+      define_macro(s, scope);
       return Flow::Normal;
-    }
-    case Stmt::Kind::CallBlock: {
-      // caller() renders the block body in this scope, with the call block's parameters.
-      auto alive = std::make_shared<bool>(true);
-      auto c = std::make_shared<Callable>();
-      c->name = "caller";
-      const Stmt* st = &s;
-      Scope* sc = &scope;
-      c->fn = [st, sc, alive](Interpreter& in, CallArgs& a) -> Value {
-        if (!*alive) in.fail(Kind::Runtime, "caller() used outside its call block");
-        Scope inner;
-        inner.parent = sc;
-        for (size_t i = 0; i < st->params.size(); ++i) {
-          Value v;
-          if (i < a.positional.size()) {
-            v = a.positional[i];
-          } else if (const Value* k = a.kw(st->params[i].name)) {
-            v = *k;
-          } else if (st->params[i].default_value) {
-            v = in.eval(*st->params[i].default_value, inner);
-          }
-          inner.set(st->params[i].name, std::move(v));
-        }
-        return in.capture(st->bodies[0], inner);
-      };
-      Value caller = Value::callable(c);
-      const Expr& call_expr = *s.expr;
-      Value fn = eval(*call_expr.args[0], scope);
-      CallArgs args;
-      eval_args(call_expr, 1, scope, args);
-      args.keyword.emplace_back("caller", caller);
-      loc_ = call_expr.loc;
-      Value out = call(fn, args);
-      *alive = false;
-      emit(out);
+    case Stmt::Kind::CallBlock:
+      exec_call_block(s, scope);
       return Flow::Normal;
-    }
     case Stmt::Kind::FilterBlock: {
       Value v = capture(s.bodies[0], scope);
       emit(apply_filters(s.filters, std::move(v), scope));
@@ -270,16 +209,98 @@ Interpreter::Flow Interpreter::exec_stmt(const Stmt& s, Scope& scope) {
       return Flow::Break;
     case Stmt::Kind::Continue:
       return Flow::Continue;
-    case Stmt::Kind::Scope: {
-      if (!s.new_scope) return exec(s.bodies[0], scope);
-      Scope inner;
-      inner.parent = &scope;
-      for (size_t i = 0; i < s.targets.size(); ++i)
-        inner.set(s.targets[i], eval(*s.exprs[i], scope));
-      return exec(s.bodies[0], inner);
-    }
+    case Stmt::Kind::Scope:
+      return exec_scope(s, scope);
   }
   return Flow::Normal;
+}
+
+Interpreter::Flow Interpreter::exec_if(const Stmt& s, Scope& scope) {
+  for (size_t i = 0; i < s.conds.size(); ++i)
+    if (eval(*s.conds[i], scope).truthy()) return exec(s.bodies[i], scope);
+  if (s.bodies.size() > s.conds.size()) return exec(s.bodies.back(), scope);
+  return Flow::Normal;
+}
+
+// `set name = v`, `set a, b = pair` (unpacking) and `set ns.attr = v` (namespaces only).
+void Interpreter::exec_set(const Stmt& s, Scope& scope) {
+  Value v = eval(*s.expr, scope);
+  if (!s.target_attr.empty()) {
+    Value* ns = scope.find(s.targets[0]);
+    loc_ = s.loc;
+    if (!ns || !ns->is_dict() || !ns->dict_data().is_namespace)
+      fail(Kind::Runtime, "cannot assign attribute on non-namespace object");
+    charge(64);
+    if (reaches(v, &ns->dict_data())) fail(Kind::Runtime, "a namespace cannot contain itself");
+    ns->dict_data().set(s.target_attr, std::move(v));
+  } else if (s.targets.size() == 1) {
+    scope.set(s.targets[0], std::move(v));
+  } else {
+    loc_ = s.loc;
+    if (!v.is_list() || v.list_data().items.size() != s.targets.size())
+      fail(Kind::Runtime, "cannot unpack " + v.type_name() + " into " +
+                              std::to_string(s.targets.size()) + " names");
+    for (size_t i = 0; i < s.targets.size(); ++i) scope.set(s.targets[i], v.list_data().items[i]);
+  }
+}
+
+void Interpreter::define_macro(const Stmt& s, Scope& scope) {
+  auto c = std::make_shared<Callable>();
+  c->name = s.text;
+  const Stmt* def = &s;
+  c->fn = [def](Interpreter& in, CallArgs& a) { return in.call_macro(*def, a, nullptr); };
+  scope.set(s.text, Value::callable(std::move(c)));
+}
+
+// caller() renders the call block's body in this scope, with the call block's parameters; it
+// refuses to run once *alive is false (the block has ended, its scope is gone).
+Value Interpreter::make_caller(const Stmt& s, Scope& scope, std::shared_ptr<bool> alive) {
+  auto c = std::make_shared<Callable>();
+  c->name = "caller";
+  const Stmt* st = &s;
+  Scope* sc = &scope;
+  c->fn = [st, sc, alive](Interpreter& in, CallArgs& a) -> Value {
+    if (!*alive) in.fail(Kind::Runtime, "caller() used outside its call block");
+    Scope inner;
+    inner.parent = sc;
+    for (size_t i = 0; i < st->params.size(); ++i) {
+      Value v;
+      if (i < a.positional.size()) {
+        v = a.positional[i];
+      } else if (const Value* k = a.kw(st->params[i].name)) {
+        v = *k;
+      } else if (st->params[i].default_value) {
+        v = in.eval(*st->params[i].default_value, inner);
+      }
+      inner.set(st->params[i].name, std::move(v));
+    }
+    return in.capture(st->bodies[0], inner);
+  };
+  return Value::callable(std::move(c));
+}
+
+// {% call(params) macro(args) %}body{% endcall %}: the macro called with caller= the body.
+void Interpreter::exec_call_block(const Stmt& s, Scope& scope) {
+  auto alive = std::make_shared<bool>(true);
+  Value caller = make_caller(s, scope, alive);
+  const Expr& call_expr = *s.expr;
+  Value fn = eval(*call_expr.args[0], scope);
+  CallArgs args;
+  eval_args(call_expr, 1, scope, args);
+  args.keyword.emplace_back("caller", caller);
+  loc_ = call_expr.loc;
+  Value out = call(fn, args);
+  *alive = false;
+  emit(out);
+}
+
+// generation/block render in place; with-blocks bind their names in a scope of their own.
+Interpreter::Flow Interpreter::exec_scope(const Stmt& s, Scope& scope) {
+  if (!s.new_scope) return exec(s.bodies[0], scope);
+  Scope inner;
+  inner.parent = &scope;
+  for (size_t i = 0; i < s.targets.size(); ++i) inner.set(s.targets[i], eval(*s.exprs[i], scope));
+  return exec(s.bodies[0], inner);
 }
 
 namespace {
@@ -628,221 +649,6 @@ Value Interpreter::slice(const Value& obj, const Value& start, const Value& stop
   return obj.list_data().is_tuple ? Value::tuple(std::move(items)) : Value::list(std::move(items));
 }
 
-namespace {
-
-bool checked_add(int64_t a, int64_t b, int64_t& r) {
-  return !__builtin_add_overflow(a, b, &r);
-}
-bool checked_sub(int64_t a, int64_t b, int64_t& r) {
-  return !__builtin_sub_overflow(a, b, &r);
-}
-bool checked_mul(int64_t a, int64_t b, int64_t& r) {
-  return !__builtin_mul_overflow(a, b, &r);
-}
-
-int64_t floor_div(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-  return q;
-}
-
-}  // namespace
-
-Value Interpreter::binary(const std::string& op, const Value& a, const Value& b, Location loc) {
-  loc_ = loc;
-  if (a.is_undefined() || b.is_undefined()) {
-    const std::string n = (a.is_undefined() ? a : b).undefined_name();
-    fail(Kind::Undefined,
-         n.empty() ? "operand of '" + op + "' is undefined" : "'" + n + "' is undefined");
-  }
-  auto type_error = [&]() {
-    fail(Kind::Type, "unsupported operand type(s) for " + op + ": '" + a.type_name() + "' and '" +
-                         b.type_name() + "'");
-  };
-  const bool nums = a.is_number() && b.is_number();
-  const bool floats = nums && (a.is_float() || b.is_float());
-  if (op == "+") {
-    if (nums) {
-      int64_t r;
-      if (!floats && checked_add(a.as_int(), b.as_int(), r)) return Value::integer(r);
-      return Value::number(a.as_float() + b.as_float());
-    }
-    if (a.is_string() && b.is_string()) {
-      const StrData& x = a.str_ref();
-      const StrData& y = b.str_ref();
-      check_size(x.s.size() + y.s.size());
-      auto d = std::make_shared<StrData>();
-      d->s.reserve(x.s.size() + y.s.size());
-      d->s = x.s;
-      d->s += y.s;
-      d->trusted = x.trusted;
-      append_ranges(d->trusted, x.s.size(), y.trusted);
-      return Value::string(std::move(d));
-    }
-    if (a.is_list() && b.is_list() && !a.list_data().is_generator && !b.list_data().is_generator &&
-        a.list_data().is_tuple == b.list_data().is_tuple) {
-      std::vector<Value> items = a.list_data().items;
-      charge(items.size() + b.list_data().items.size());
-      items.insert(items.end(), b.list_data().items.begin(), b.list_data().items.end());
-      return a.list_data().is_tuple ? Value::tuple(std::move(items))
-                                    : Value::list(std::move(items));
-    }
-    if (a.is_string())
-      fail(Kind::Type, "can only concatenate str (not \"" + b.type_name() + "\") to str");
-    if (a.is_list())
-      fail(Kind::Type, "can only concatenate list (not \"" + b.type_name() + "\") to list");
-    type_error();
-  }
-  if (op == "-") {
-    if (!nums) type_error();
-    int64_t r;
-    if (!floats && checked_sub(a.as_int(), b.as_int(), r)) return Value::integer(r);
-    return Value::number(a.as_float() - b.as_float());
-  }
-  if (op == "*") {
-    if (nums) {
-      int64_t r;
-      if (!floats && checked_mul(a.as_int(), b.as_int(), r)) return Value::integer(r);
-      return Value::number(a.as_float() * b.as_float());
-    }
-    const Value* seq = a.is_number() ? &b : &a;
-    const Value* cnt = a.is_number() ? &a : &b;
-    if (!cnt->is_number() || cnt->is_float()) type_error();
-    const int64_t n = std::max<int64_t>(cnt->as_int(), 0);
-    if (seq->is_string()) {
-      const StrData& x = seq->str_ref();
-      if (n > 0 && x.s.size() > 0 &&
-          static_cast<uint64_t>(n) > opt_.limits.max_output_bytes / x.s.size())
-        check_size(opt_.limits.max_output_bytes + 1);
-      const size_t total = x.s.size() * static_cast<size_t>(n);
-      check_size(total);
-      std::string out;
-      out.reserve(total);
-      for (int64_t i = 0; i < n; ++i) out += x.s;
-      return Value::string(std::move(out), x.fully_trusted());
-    }
-    if (seq->is_list() && !seq->list_data().is_generator) {
-      const auto& items = seq->list_data().items;
-      if (!items.empty() && static_cast<uint64_t>(n) > opt_.limits.max_work / items.size())
-        charge(opt_.limits.max_work + 1);
-      charge(items.size() * static_cast<uint64_t>(n));
-      std::vector<Value> out;
-      for (int64_t i = 0; i < n; ++i) out.insert(out.end(), items.begin(), items.end());
-      return seq->list_data().is_tuple ? Value::tuple(std::move(out)) : Value::list(std::move(out));
-    }
-    type_error();
-  }
-  if (op == "/") {
-    if (!nums) type_error();
-    if (b.as_float() == 0) fail(Kind::Runtime, "division by zero");
-    return Value::number(a.as_float() / b.as_float());
-  }
-  if (op == "//") {
-    if (!nums) type_error();
-    if (b.as_float() == 0) fail(Kind::Runtime, "integer division or modulo by zero");
-    if (floats) return Value::number(std::floor(a.as_float() / b.as_float()));
-    if (a.as_int() == std::numeric_limits<int64_t>::min() && b.as_int() == -1)
-      return Value::number(-static_cast<double>(a.as_int()));
-    return Value::integer(floor_div(a.as_int(), b.as_int()));
-  }
-  if (op == "%") {
-    if (a.is_string()) return python_percent_format(*this, a, b);
-    if (!nums) type_error();
-    if (b.as_float() == 0) fail(Kind::Runtime, "integer division or modulo by zero");
-    if (floats) {
-      const double x = a.as_float(), y = b.as_float();
-      double m = std::fmod(x, y);
-      if (m != 0 && ((m < 0) != (y < 0))) m += y;
-      return Value::number(m);
-    }
-    if (b.as_int() == -1) return Value::integer(0);
-    const int64_t x = a.as_int(), y = b.as_int();
-    int64_t m = x % y;
-    if (m != 0 && ((m < 0) != (y < 0))) m += y;
-    return Value::integer(m);
-  }
-  if (op == "**") {
-    if (!nums) type_error();
-    if (!floats && b.as_int() >= 0) {
-      int64_t base = a.as_int(), e = b.as_int(), r = 1;
-      bool ok = true;
-      while (e > 0 && ok) {
-        if (e & 1) ok = checked_mul(r, base, r);
-        e >>= 1;
-        if (e > 0 && ok) ok = checked_mul(base, base, base);
-      }
-      if (ok) return Value::integer(r);
-    }
-    return Value::number(std::pow(a.as_float(), b.as_float()));
-  }
-  fail(Kind::Runtime, "unknown operator " + op);
-}
-
-bool Interpreter::compare(const std::string& op, const Value& a, const Value& b, Location loc) {
-  loc_ = loc;
-  if (op == "==") return py_equal(a, b);
-  if (op == "!=") return !py_equal(a, b);
-  if (op == "in" || op == "notin") {
-    bool found = false;
-    switch (b.type()) {
-      case Value::Type::Undefined:
-        found = false;
-        break;
-      case Value::Type::String:
-        if (!a.is_string())
-          fail(Kind::Type, "'in <string>' requires string as left operand, not " + a.type_name());
-        found = b.str().find(a.str()) != std::string::npos;
-        break;
-      case Value::Type::List:
-        for (const auto& x : b.list_data().items) {
-          if (py_equal(a, x)) {
-            found = true;
-            break;
-          }
-        }
-        break;
-      case Value::Type::Dict:
-        if (!is_hashable(a)) fail(Kind::Type, "unhashable type: '" + a.type_name() + "'");
-        found = b.dict_data().find(a) != nullptr;
-        break;
-      default:
-        fail(Kind::Type, "argument of type '" + b.type_name() + "' is not iterable");
-    }
-    return op == "in" ? found : !found;
-  }
-  // Ordering.
-  if (a.is_undefined() || b.is_undefined())
-    fail(Kind::Undefined, "comparison with an undefined value");
-  int c = 0;
-  if (a.is_number() && b.is_number()) {
-    if (a.is_float() || b.is_float()) {
-      const double x = a.as_float(), y = b.as_float();
-      c = x < y ? -1 : x > y ? 1 : 0;
-      if (std::isnan(x) || std::isnan(y)) return false;
-    } else {
-      c = a.as_int() < b.as_int() ? -1 : a.as_int() > b.as_int() ? 1 : 0;
-    }
-  } else if (a.is_string() && b.is_string()) {
-    c = a.str().compare(b.str());
-  } else if (a.is_list() && b.is_list()) {
-    const auto& x = a.list_data().items;
-    const auto& y = b.list_data().items;
-    size_t i = 0;
-    for (; i < x.size() && i < y.size(); ++i) {
-      if (py_equal(x[i], y[i])) continue;
-      return compare(op, x[i], y[i], loc);
-    }
-    c = x.size() < y.size() ? -1 : x.size() > y.size() ? 1 : 0;
-  } else {
-    fail(Kind::Type, "'" + op + "' not supported between instances of '" + a.type_name() +
-                         "' and '" + b.type_name() + "'");
-  }
-  if (op == "<") return c < 0;
-  if (op == "<=") return c <= 0;
-  if (op == ">") return c > 0;
-  return c >= 0;
-}
-
 Value Interpreter::eval_call(const Expr& e, Scope& scope) {
   const Expr& callee = *e.args[0];
   // obj.method(...) calls the method directly (no bound-method object).
@@ -922,122 +728,163 @@ Value Interpreter::eval(const Expr& e, Scope& scope) {
       return eval_name(e, scope);
     case Expr::Kind::GetAttr:
       return get_attr(eval(*e.args[0], scope), e.name, e.loc);
-    case Expr::Kind::GetItem: {
-      Value obj = eval(*e.args[0], scope);
-      Value key = eval(*e.args[1], scope);
-      return get_item(obj, key, e.loc);
-    }
-    case Expr::Kind::Slice: {
-      Value obj = eval(*e.args[0], scope);
-      Value parts[3];
-      for (int i = 0; i < 3; ++i)
-        if (e.args[static_cast<size_t>(i) + 1])
-          parts[i] = eval(*e.args[static_cast<size_t>(i) + 1], scope);
-      return slice(obj, parts[0], parts[1], parts[2], e.loc);
-    }
+    case Expr::Kind::GetItem:
+      return eval_get_item(e, scope);
+    case Expr::Kind::Slice:
+      return eval_slice(e, scope);
     case Expr::Kind::Call:
       return eval_call(e, scope);
-    case Expr::Kind::Filter: {
-      Value v = eval(*e.args[0], scope);
-      CallArgs args;
-      eval_args(e, 1, scope, args);
-      loc_ = e.loc;
-      return apply_filter(*this, e.name, v, args);
-    }
-    case Expr::Kind::Test: {
-      Value v = eval(*e.args[0], scope);
-      CallArgs args;
-      eval_args(e, 1, scope, args);
-      loc_ = e.loc;
-      const bool r = apply_test(*this, e.name, v, args);
-      return Value::boolean(e.negated ? !r : r);
-    }
+    case Expr::Kind::Filter:
+      return eval_filter(e, scope);
+    case Expr::Kind::Test:
+      return eval_test(e, scope);
     case Expr::Kind::Neg:
-    case Expr::Kind::Pos: {
-      Value v = eval(*e.args[0], scope);
-      loc_ = e.loc;
-      if (v.is_undefined()) fail(Kind::Undefined, "operand of unary minus is undefined");
-      if (!v.is_number()) fail(Kind::Type, "bad operand type for unary -: '" + v.type_name() + "'");
-      if (e.kind == Expr::Kind::Pos) return v.is_bool() ? Value::integer(v.as_int()) : v;
-      if (v.is_float()) return Value::number(-v.as_float());
-      if (v.as_int() == std::numeric_limits<int64_t>::min())
-        return Value::number(-static_cast<double>(v.as_int()));
-      return Value::integer(-v.as_int());
-    }
+    case Expr::Kind::Pos:
+      return eval_unary(e, scope);
     case Expr::Kind::Not:
       return Value::boolean(!eval(*e.args[0], scope).truthy());
-    case Expr::Kind::And: {
-      Value a = eval(*e.args[0], scope);
-      if (!a.truthy()) return a;
-      return eval(*e.args[1], scope);
-    }
-    case Expr::Kind::Or: {
-      Value a = eval(*e.args[0], scope);
-      if (a.truthy()) return a;
-      return eval(*e.args[1], scope);
-    }
-    case Expr::Kind::Binary: {
-      if (e.op == "+") return eval_plus_chain(e, scope);
-      Value a = eval(*e.args[0], scope);
-      Value b = eval(*e.args[1], scope);
-      return binary(e.op, a, b, e.loc);
-    }
-    case Expr::Kind::Concat: {
-      auto d = std::make_shared<StrData>();
-      for (const auto& part : e.args) {
-        Value v = eval(*part, scope);
-        if (v.is_string()) {
-          const StrData& x = v.str_ref();
-          check_size(d->s.size() + x.s.size());
-          append_ranges(d->trusted, d->s.size(), x.trusted);
-          d->s += x.s;
-        } else {
-          std::string s = v.to_str();
-          check_size(d->s.size() + s.size());
-          d->s += s;
-        }
-      }
-      return Value::string(std::move(d));
-    }
-    case Expr::Kind::Compare: {
-      Value left = eval(*e.args[0], scope);
-      for (size_t i = 0; i < e.ops.size(); ++i) {
-        Value right = eval(*e.args[i + 1], scope);
-        if (!compare(e.ops[i], left, right, e.loc)) return Value::boolean(false);
-        left = std::move(right);
-      }
-      return Value::boolean(true);
-    }
-    case Expr::Kind::CondExpr: {
-      if (eval(*e.args[1], scope).truthy()) return eval(*e.args[0], scope);
-      if (e.args[2]) return eval(*e.args[2], scope);
-      return Value::undefined();
-    }
+    case Expr::Kind::And:
+    case Expr::Kind::Or:
+      return eval_and_or(e, scope);
+    case Expr::Kind::Binary:
+      return eval_binary(e, scope);
+    case Expr::Kind::Concat:
+      return eval_concat(e, scope);
+    case Expr::Kind::Compare:
+      return eval_compare(e, scope);
+    case Expr::Kind::CondExpr:
+      return eval_cond(e, scope);
     case Expr::Kind::List:
-    case Expr::Kind::Tuple: {
-      std::vector<Value> items;
-      items.reserve(e.args.size());
-      for (const auto& a : e.args) items.push_back(eval(*a, scope));
-      charge(items.size());
-      return e.kind == Expr::Kind::List ? Value::list(std::move(items))
-                                        : Value::tuple(std::move(items));
-    }
-    case Expr::Kind::Dict: {
-      Value d = Value::dict();
-      for (size_t i = 0; i + 1 < e.args.size(); i += 2) {
-        Value k = eval(*e.args[i], scope);
-        Value v = eval(*e.args[i + 1], scope);
-        if (!is_hashable(k)) {
-          loc_ = e.args[i]->loc;
-          fail(Kind::Type, "unhashable type: '" + k.type_name() + "'");
-        }
-        d.dict_data().set(std::move(k), std::move(v));
-      }
-      charge(e.args.size());
-      return d;
-    }
+    case Expr::Kind::Tuple:
+      return eval_list_or_tuple(e, scope);
+    case Expr::Kind::Dict:
+      return eval_dict(e, scope);
   }
   return Value::undefined();
+}
+
+Value Interpreter::eval_get_item(const Expr& e, Scope& scope) {
+  Value obj = eval(*e.args[0], scope);
+  Value key = eval(*e.args[1], scope);
+  return get_item(obj, key, e.loc);
+}
+
+Value Interpreter::eval_slice(const Expr& e, Scope& scope) {
+  Value obj = eval(*e.args[0], scope);
+  Value parts[3];
+  for (int i = 0; i < 3; ++i)
+    if (e.args[static_cast<size_t>(i) + 1])
+      parts[i] = eval(*e.args[static_cast<size_t>(i) + 1], scope);
+  return slice(obj, parts[0], parts[1], parts[2], e.loc);
+}
+
+// A filter's or test's subject (args[0]) and then its arguments, evaluated in that order.
+Value Interpreter::eval_subject_and_args(const Expr& e, Scope& scope, CallArgs& args) {
+  Value v = eval(*e.args[0], scope);
+  eval_args(e, 1, scope, args);
+  loc_ = e.loc;
+  return v;
+}
+
+Value Interpreter::eval_filter(const Expr& e, Scope& scope) {
+  CallArgs args;
+  const Value v = eval_subject_and_args(e, scope, args);
+  return apply_filter(*this, e.name, v, args);
+}
+
+Value Interpreter::eval_test(const Expr& e, Scope& scope) {
+  CallArgs args;
+  const Value v = eval_subject_and_args(e, scope, args);
+  const bool r = apply_test(*this, e.name, v, args);
+  return Value::boolean(e.negated ? !r : r);
+}
+
+// -x and +x (+True is 1, as in Python).
+Value Interpreter::eval_unary(const Expr& e, Scope& scope) {
+  Value v = eval(*e.args[0], scope);
+  loc_ = e.loc;
+  if (v.is_undefined()) fail(Kind::Undefined, "operand of unary minus is undefined");
+  if (!v.is_number()) fail(Kind::Type, "bad operand type for unary -: '" + v.type_name() + "'");
+  if (e.kind == Expr::Kind::Pos) return v.is_bool() ? Value::integer(v.as_int()) : v;
+  if (v.is_float()) return Value::number(-v.as_float());
+  if (v.as_int() == std::numeric_limits<int64_t>::min())
+    return Value::number(-static_cast<double>(v.as_int()));
+  return Value::integer(-v.as_int());
+}
+
+// `a and b`, `a or b`: Python's short circuit, yielding an operand rather than a bool.
+Value Interpreter::eval_and_or(const Expr& e, Scope& scope) {
+  Value a = eval(*e.args[0], scope);
+  if (a.truthy() == (e.kind == Expr::Kind::Or)) return a;
+  return eval(*e.args[1], scope);
+}
+
+Value Interpreter::eval_binary(const Expr& e, Scope& scope) {
+  if (e.op == "+") return eval_plus_chain(e, scope);
+  Value a = eval(*e.args[0], scope);
+  Value b = eval(*e.args[1], scope);
+  return binary(e.op, a, b, e.loc);
+}
+
+// a ~ b ~ ...: str() of each operand, appended into one string (template-text marks kept).
+Value Interpreter::eval_concat(const Expr& e, Scope& scope) {
+  auto d = std::make_shared<StrData>();
+  for (const auto& part : e.args) {
+    Value v = eval(*part, scope);
+    if (v.is_string()) {
+      const StrData& x = v.str_ref();
+      check_size(d->s.size() + x.s.size());
+      append_ranges(d->trusted, d->s.size(), x.trusted);
+      d->s += x.s;
+    } else {
+      std::string s = v.to_str();
+      check_size(d->s.size() + s.size());
+      d->s += s;
+    }
+  }
+  return Value::string(std::move(d));
+}
+
+// a < b < c: each comparison in turn, stopping at the first false one (as Python chains them).
+Value Interpreter::eval_compare(const Expr& e, Scope& scope) {
+  Value left = eval(*e.args[0], scope);
+  for (size_t i = 0; i < e.ops.size(); ++i) {
+    Value right = eval(*e.args[i + 1], scope);
+    if (!compare(e.ops[i], left, right, e.loc)) return Value::boolean(false);
+    left = std::move(right);
+  }
+  return Value::boolean(true);
+}
+
+// `a if cond else b`; without else, undefined when cond is false.
+Value Interpreter::eval_cond(const Expr& e, Scope& scope) {
+  if (eval(*e.args[1], scope).truthy()) return eval(*e.args[0], scope);
+  if (e.args[2]) return eval(*e.args[2], scope);
+  return Value::undefined();
+}
+
+Value Interpreter::eval_list_or_tuple(const Expr& e, Scope& scope) {
+  std::vector<Value> items;
+  items.reserve(e.args.size());
+  for (const auto& a : e.args) items.push_back(eval(*a, scope));
+  charge(items.size());
+  return e.kind == Expr::Kind::List ? Value::list(std::move(items))
+                                    : Value::tuple(std::move(items));
+}
+
+Value Interpreter::eval_dict(const Expr& e, Scope& scope) {
+  Value d = Value::dict();
+  for (size_t i = 0; i + 1 < e.args.size(); i += 2) {
+    Value k = eval(*e.args[i], scope);
+    Value v = eval(*e.args[i + 1], scope);
+    if (!is_hashable(k)) {
+      loc_ = e.args[i]->loc;
+      fail(Kind::Type, "unhashable type: '" + k.type_name() + "'");
+    }
+    d.dict_data().set(std::move(k), std::move(v));
+  }
+  charge(e.args.size());
+  return d;
 }
 
 }  // namespace hearth::chat

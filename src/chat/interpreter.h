@@ -2,6 +2,7 @@
 // builtins (filters, tests, methods, globals) call back into it for errors and limits.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,6 +47,12 @@ class Interpreter {
  private:
   Flow exec(const Body& body, Scope& scope);
   Flow exec_stmt(const Stmt& s, Scope& scope);
+  Flow exec_if(const Stmt& s, Scope& scope);
+  void exec_set(const Stmt& s, Scope& scope);
+  void define_macro(const Stmt& s, Scope& scope);
+  void exec_call_block(const Stmt& s, Scope& scope);
+  Value make_caller(const Stmt& s, Scope& scope, std::shared_ptr<bool> alive);
+  Flow exec_scope(const Stmt& s, Scope& scope);
   void exec_for(const Stmt& s, Scope& scope, Flow& flow);
   void run_loop(const Stmt& s, Scope& scope, const Value& iterable, size_t depth0);
   Value recurse_loop(const Stmt& s, Scope& scope, CallArgs& args, size_t depth0);
@@ -55,15 +62,30 @@ class Interpreter {
   void emit(const Value& v);
   void emit_text(const std::string& text);
 
+  // eval dispatches on the node kind to one eval_* per kind (or family of kinds).
   Value eval(const Expr& e, Scope& scope);
   Value eval_name(const Expr& e, Scope& scope);
+  Value eval_get_item(const Expr& e, Scope& scope);
+  Value eval_slice(const Expr& e, Scope& scope);
+  Value eval_subject_and_args(const Expr& e, Scope& scope, CallArgs& args);
+  Value eval_filter(const Expr& e, Scope& scope);
+  Value eval_test(const Expr& e, Scope& scope);
+  Value eval_unary(const Expr& e, Scope& scope);
+  Value eval_and_or(const Expr& e, Scope& scope);
+  Value eval_binary(const Expr& e, Scope& scope);
   Value eval_plus_chain(const Expr& e, Scope& scope);
+  Value eval_concat(const Expr& e, Scope& scope);
+  Value eval_compare(const Expr& e, Scope& scope);
+  Value eval_cond(const Expr& e, Scope& scope);
+  Value eval_list_or_tuple(const Expr& e, Scope& scope);
+  Value eval_dict(const Expr& e, Scope& scope);
   Value eval_call(const Expr& e, Scope& scope);
   void eval_args(const Expr& e, size_t first, Scope& scope, CallArgs& out);
   Value get_attr(const Value& obj, const std::string& name, Location loc);
   Value get_item(const Value& obj, const Value& key, Location loc);
   Value slice(const Value& obj, const Value& start, const Value& stop, const Value& step,
               Location loc);
+  // Python's arithmetic and comparison operators (operators.cpp).
   Value binary(const std::string& op, const Value& a, const Value& b, Location loc);
   bool compare(const std::string& op, const Value& a, const Value& b, Location loc);
 
