@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <initializer_list>
+#include <string_view>
 
 #include "chat/lexer.h"
 #include "chat/template_error.h"
@@ -149,136 +150,176 @@ class Parser {
     }
   }
 
+  // One parser per statement keyword; each fills in the Stmt (kind included) and reads up to
+  // and including the statement's last '%}'.
+  using StatementParser = void (Parser::*)(Stmt& s, const std::string& kw);
+  struct NamedStatement {
+    std::string_view keyword;
+    StatementParser parse;
+  };
+
   StmtPtr parse_statement() {
+    static constexpr NamedStatement kStatements[] = {
+        {"if", &Parser::parse_if},
+        {"for", &Parser::parse_for},
+        {"set", &Parser::parse_set},
+        {"macro", &Parser::parse_macro},
+        {"call", &Parser::parse_call_block},
+        {"filter", &Parser::parse_filter_block},
+        {"break", &Parser::parse_loop_control},
+        {"continue", &Parser::parse_loop_control},
+        {"generation", &Parser::parse_scope_block},
+        {"block", &Parser::parse_scope_block},
+        {"with", &Parser::parse_with},
+    };
     Depth d(*this);
     const Location l = loc();
     const std::string kw = cur().text;
     next();
     auto s = std::make_unique<Stmt>();
     s->loc = l;
-    std::string end;
-    if (kw == "if") {
-      s->kind = Stmt::Kind::If;
-      s->conds.push_back(parse_tuple(true));
-      expect_block_end();
-      while (true) {
-        s->bodies.push_back(parse_body({"elif", "else", "endif"}, &end));
-        if (end == "elif") {
-          s->conds.push_back(parse_tuple(true));
-          expect_block_end();
-        } else if (end == "else") {
-          expect_block_end();
-          s->bodies.push_back(parse_body({"endif"}, &end));
-          expect_block_end();
-          break;
-        } else {
-          expect_block_end();
-          break;
-        }
+    for (const NamedStatement& st : kStatements) {
+      if (st.keyword == kw) {
+        (this->*st.parse)(*s, kw);
+        return s;
       }
-    } else if (kw == "for") {
-      s->kind = Stmt::Kind::For;
-      parse_targets(s->targets);
-      if (!skip_name("in")) error("expected 'in' in for loop, got " + describe(cur()));
-      s->expr = parse_tuple(false);
-      if (skip_name("if")) s->cond = parse_expression(true);
-      s->recursive = skip_name("recursive");  // after the filter, as in Jinja's grammar
-      expect_block_end();
-      ++loop_depth_;
-      s->bodies.push_back(parse_body({"else", "endfor"}, &end));
-      --loop_depth_;
-      if (end == "else") {
-        expect_block_end();
-        s->bodies.push_back(parse_body({"endfor"}, &end));
-      }
-      expect_block_end();
-    } else if (kw == "set") {
-      const std::string first = expect_name();
-      if (skip_op(".")) {
-        s->kind = Stmt::Kind::Set;
-        s->targets.push_back(first);
-        s->target_attr = expect_name();
-        expect_op("=");
-        s->expr = parse_tuple(true);
-        expect_block_end();
-      } else {
-        s->targets.push_back(first);
-        while (skip_op(",")) s->targets.push_back(expect_name());
-        if (skip_op("=")) {
-          s->kind = Stmt::Kind::Set;
-          s->expr = parse_tuple(true);
-          expect_block_end();
-        } else {
-          if (s->targets.size() != 1) error("expected '=' after the names of a set");
-          s->kind = Stmt::Kind::SetBlock;
-          while (skip_op("|")) s->filters.push_back(parse_filter(nullptr));
-          expect_block_end();
-          s->bodies.push_back(parse_body({"endset"}, &end));
-          expect_block_end();
-        }
-      }
-    } else if (kw == "macro") {
-      s->kind = Stmt::Kind::Macro;
-      s->text = expect_name();
-      parse_params(s->params);
-      expect_block_end();
-      s->bodies.push_back(parse_body({"endmacro"}, &end));
-      if (cur().kind == K::Name) next();  // {% endmacro name %}
-      expect_block_end();
-      auto def = std::make_shared<MacroDef>();
-      def->name = s->text;
-      def->params = &s->params;
-      def->body = &s->bodies[0];
-      s->macro = def;
-    } else if (kw == "call") {
-      s->kind = Stmt::Kind::CallBlock;
-      if (is_op("(")) parse_params(s->params);
-      s->expr = parse_expression(true);
-      if (s->expr->kind != Expr::Kind::Call) error("{% call %} needs a macro call");
-      expect_block_end();
-      s->bodies.push_back(parse_body({"endcall"}, &end));
-      expect_block_end();
-    } else if (kw == "filter") {
-      s->kind = Stmt::Kind::FilterBlock;
-      s->filters.push_back(parse_filter(nullptr));
-      while (skip_op("|")) s->filters.push_back(parse_filter(nullptr));
-      expect_block_end();
-      s->bodies.push_back(parse_body({"endfilter"}, &end));
-      expect_block_end();
-    } else if (kw == "break" || kw == "continue") {
-      if (loop_depth_ == 0) error("'" + kw + "' outside of a for loop");
-      s->kind = kw == "break" ? Stmt::Kind::Break : Stmt::Kind::Continue;
-      expect_block_end();
-    } else if (kw == "generation" || kw == "block") {
-      // transformers' {% generation %} marks assistant text; Jinja's block renders in place.
-      s->kind = Stmt::Kind::Scope;
-      if (kw == "block") {
-        expect_name();
-        if (is_name("scoped")) next();
-      }
-      expect_block_end();
-      s->bodies.push_back(parse_body({kw == "block" ? "endblock" : "endgeneration"}, &end));
-      if (cur().kind == K::Name) next();
-      expect_block_end();
-    } else if (kw == "with") {
-      s->kind = Stmt::Kind::Scope;
-      s->new_scope = true;
-      while (cur().kind != K::BlockEnd) {
-        if (!s->targets.empty()) expect_op(",");
-        s->targets.push_back(expect_name());
-        expect_op("=");
-        s->exprs.push_back(parse_expression(true));
-      }
-      expect_block_end();
-      s->bodies.push_back(parse_body({"endwith"}, &end));
-      expect_block_end();
-    } else {
-      pos_--;  // point at the keyword
-      if (kw.rfind("end", 0) == 0 || kw == "elif" || kw == "else")
-        error("unexpected {% " + kw + " %} (no open block it could close)");
-      error("unknown or unsupported statement '" + kw + "'");
     }
-    return s;
+    pos_--;  // point at the keyword
+    if (kw.rfind("end", 0) == 0 || kw == "elif" || kw == "else")
+      error("unexpected {% " + kw + " %} (no open block it could close)");
+    error("unknown or unsupported statement '" + kw + "'");
+  }
+
+  // The '%}' of a block's opening tag, its body up to {% end_tag %}, and the end tag's '%}'
+  // (after the block's name, where the end tag may repeat it: {% endmacro name %}).
+  void parse_block_body(Stmt& s, const char* end_tag, bool end_may_name = false) {
+    expect_block_end();
+    std::string end;
+    s.bodies.push_back(parse_body({end_tag}, &end));
+    if (end_may_name && cur().kind == K::Name) next();
+    expect_block_end();
+  }
+
+  void parse_if(Stmt& s, const std::string&) {
+    s.kind = Stmt::Kind::If;
+    s.conds.push_back(parse_tuple(true));
+    expect_block_end();
+    std::string end;
+    while (true) {
+      s.bodies.push_back(parse_body({"elif", "else", "endif"}, &end));
+      if (end == "elif") {
+        s.conds.push_back(parse_tuple(true));
+        expect_block_end();
+      } else if (end == "else") {
+        expect_block_end();
+        s.bodies.push_back(parse_body({"endif"}, &end));
+        expect_block_end();
+        break;
+      } else {
+        expect_block_end();
+        break;
+      }
+    }
+  }
+
+  void parse_for(Stmt& s, const std::string&) {
+    s.kind = Stmt::Kind::For;
+    parse_targets(s.targets);
+    if (!skip_name("in")) error("expected 'in' in for loop, got " + describe(cur()));
+    s.expr = parse_tuple(false);
+    if (skip_name("if")) s.cond = parse_expression(true);
+    s.recursive = skip_name("recursive");  // after the filter, as in Jinja's grammar
+    expect_block_end();
+    std::string end;
+    ++loop_depth_;
+    s.bodies.push_back(parse_body({"else", "endfor"}, &end));
+    --loop_depth_;
+    if (end == "else") {
+      expect_block_end();
+      s.bodies.push_back(parse_body({"endfor"}, &end));
+    }
+    expect_block_end();
+  }
+
+  // set ns.attr = v; set a, b = v; set name [| filters] %}body{% endset %}
+  void parse_set(Stmt& s, const std::string&) {
+    const std::string first = expect_name();
+    s.targets.push_back(first);
+    if (skip_op(".")) {
+      s.kind = Stmt::Kind::Set;
+      s.target_attr = expect_name();
+      expect_op("=");
+      s.expr = parse_tuple(true);
+      expect_block_end();
+      return;
+    }
+    while (skip_op(",")) s.targets.push_back(expect_name());
+    if (skip_op("=")) {
+      s.kind = Stmt::Kind::Set;
+      s.expr = parse_tuple(true);
+      expect_block_end();
+      return;
+    }
+    if (s.targets.size() != 1) error("expected '=' after the names of a set");
+    s.kind = Stmt::Kind::SetBlock;
+    while (skip_op("|")) s.filters.push_back(parse_filter(nullptr));
+    parse_block_body(s, "endset");
+  }
+
+  void parse_macro(Stmt& s, const std::string&) {
+    s.kind = Stmt::Kind::Macro;
+    s.text = expect_name();
+    parse_params(s.params);
+    parse_block_body(s, "endmacro", true);
+    auto def = std::make_shared<MacroDef>();
+    def->name = s.text;
+    def->params = &s.params;
+    def->body = &s.bodies[0];
+    s.macro = def;
+  }
+
+  void parse_call_block(Stmt& s, const std::string&) {
+    s.kind = Stmt::Kind::CallBlock;
+    if (is_op("(")) parse_params(s.params);
+    s.expr = parse_expression(true);
+    if (s.expr->kind != Expr::Kind::Call) error("{% call %} needs a macro call");
+    parse_block_body(s, "endcall");
+  }
+
+  void parse_filter_block(Stmt& s, const std::string&) {
+    s.kind = Stmt::Kind::FilterBlock;
+    s.filters.push_back(parse_filter(nullptr));
+    while (skip_op("|")) s.filters.push_back(parse_filter(nullptr));
+    parse_block_body(s, "endfilter");
+  }
+
+  // break, continue.
+  void parse_loop_control(Stmt& s, const std::string& kw) {
+    if (loop_depth_ == 0) error("'" + kw + "' outside of a for loop");
+    s.kind = kw == "break" ? Stmt::Kind::Break : Stmt::Kind::Continue;
+    expect_block_end();
+  }
+
+  // transformers' {% generation %} marks assistant text; Jinja's block renders in place.
+  void parse_scope_block(Stmt& s, const std::string& kw) {
+    s.kind = Stmt::Kind::Scope;
+    if (kw == "block") {
+      expect_name();
+      if (is_name("scoped")) next();
+    }
+    parse_block_body(s, kw == "block" ? "endblock" : "endgeneration", true);
+  }
+
+  void parse_with(Stmt& s, const std::string&) {
+    s.kind = Stmt::Kind::Scope;
+    s.new_scope = true;
+    while (cur().kind != K::BlockEnd) {
+      if (!s.targets.empty()) expect_op(",");
+      s.targets.push_back(expect_name());
+      expect_op("=");
+      s.exprs.push_back(parse_expression(true));
+    }
+    parse_block_body(s, "endwith");
   }
 
   // `for` targets: a, b or (a, b)
@@ -472,16 +513,8 @@ class Parser {
     const Location l = loc();
     const Token& t = cur();
     switch (t.kind) {
-      case K::Name: {
-        const std::string n = t.text;
-        next();
-        if (n == "true" || n == "True") return constant(Value::boolean(true), l);
-        if (n == "false" || n == "False") return constant(Value::boolean(false), l);
-        if (n == "none" || n == "None") return constant(Value::none(), l);
-        auto e = make(Expr::Kind::Name, l);
-        e->name = n;
-        return e;
-      }
+      case K::Name:
+        return parse_name(l);
       case K::String: {
         std::string s = t.text;
         next();
@@ -495,7 +528,7 @@ class Parser {
         int64_t v = 0;
         auto r = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
         next();
-        if (r.ec != std::errc())
+        if (r.ec != std::errc())  // too big for an int64: a float, as near as it gets
           return constant(Value::number(std::strtod(t.text.c_str(), nullptr)), l);
         return constant(Value::integer(v), l);
       }
@@ -505,51 +538,61 @@ class Parser {
         return constant(Value::number(v), l);
       }
       case K::Op:
-        if (t.text == "(") {
-          next();
-          if (skip_op(")")) return make(Expr::Kind::Tuple, l);
-          ExprPtr e = parse_expression(true);
-          if (is_op(",")) {
-            auto tup = make(Expr::Kind::Tuple, l);
-            tup->args.push_back(std::move(e));
-            while (skip_op(",")) {
-              if (is_op(")")) break;
-              tup->args.push_back(parse_expression(true));
-            }
-            e = std::move(tup);
-          }
-          expect_op(")");
-          return e;
-        }
-        if (t.text == "[") {
-          next();
-          auto e = make(Expr::Kind::List, l);
-          while (!is_op("]")) {
-            if (!e->args.empty()) expect_op(",");
-            if (is_op("]")) break;
-            e->args.push_back(parse_expression(true));
-          }
-          expect_op("]");
-          return e;
-        }
-        if (t.text == "{") {
-          next();
-          auto e = make(Expr::Kind::Dict, l);
-          while (!is_op("}")) {
-            if (!e->args.empty()) expect_op(",");
-            if (is_op("}")) break;
-            e->args.push_back(parse_expression(true));
-            expect_op(":");
-            e->args.push_back(parse_expression(true));
-          }
-          expect_op("}");
-          return e;
-        }
+        if (t.text == "(") return parse_parenthesized(l);
+        if (t.text == "[") return parse_collection(Expr::Kind::List, "]", l);
+        if (t.text == "{") return parse_collection(Expr::Kind::Dict, "}", l);
         break;
       default:
         break;
     }
     error("unexpected " + describe(t));
+  }
+
+  // A variable, or one of the constants true/false/none (either capitalisation).
+  ExprPtr parse_name(Location l) {
+    const std::string n = cur().text;
+    next();
+    if (n == "true" || n == "True") return constant(Value::boolean(true), l);
+    if (n == "false" || n == "False") return constant(Value::boolean(false), l);
+    if (n == "none" || n == "None") return constant(Value::none(), l);
+    auto e = make(Expr::Kind::Name, l);
+    e->name = n;
+    return e;
+  }
+
+  // (expr), () and (a, b, ...) tuples.
+  ExprPtr parse_parenthesized(Location l) {
+    next();
+    if (skip_op(")")) return make(Expr::Kind::Tuple, l);
+    ExprPtr e = parse_expression(true);
+    if (is_op(",")) {
+      auto tup = make(Expr::Kind::Tuple, l);
+      tup->args.push_back(std::move(e));
+      while (skip_op(",")) {
+        if (is_op(")")) break;
+        tup->args.push_back(parse_expression(true));
+      }
+      e = std::move(tup);
+    }
+    expect_op(")");
+    return e;
+  }
+
+  // [a, b] and {k: v, ...}: comma-separated items up to `close`, a trailing comma allowed.
+  ExprPtr parse_collection(Expr::Kind kind, const char* close, Location l) {
+    next();
+    auto e = make(kind, l);
+    while (!is_op(close)) {
+      if (!e->args.empty()) expect_op(",");
+      if (is_op(close)) break;
+      e->args.push_back(parse_expression(true));
+      if (kind == Expr::Kind::Dict) {
+        expect_op(":");
+        e->args.push_back(parse_expression(true));
+      }
+    }
+    expect_op(close);
+    return e;
   }
 
   ExprPtr parse_postfix(ExprPtr e) {
