@@ -130,6 +130,70 @@ Vocab::SpecialTrie build_special_trie(const std::vector<std::string>& texts,
   return trie;
 }
 
+template <size_t N>
+bool contains(const std::string_view (&texts)[N], std::string_view text) {
+  return std::find(std::begin(texts), std::end(texts), text) != std::end(texts);
+}
+
+// The array lengths Vocab::build relies on: a token list of a usable size, and scores and types
+// (when given) with one entry per token.
+void check_array_lengths(const VocabData& data, const std::string& source) {
+  const size_t n = data.tokens.size();
+  if (n == 0) fail("{}: tokenizer.ggml.tokens is empty", source);
+  if (n > static_cast<size_t>(std::numeric_limits<TokenId>::max())) {
+    fail("{}: tokenizer.ggml.tokens has {} entries, too many", source, n);
+  }
+  if (!data.scores.empty() && data.scores.size() != n) {
+    fail("{}: tokenizer.ggml.scores has {} entries but tokenizer.ggml.tokens has {}", source,
+         data.scores.size(), n);
+  }
+  if (!data.types.empty() && data.types.size() != n) {
+    fail("{}: tokenizer.ggml.token_type has {} entries but tokenizer.ggml.tokens has {}", source,
+         data.types.size(), n);
+  }
+}
+
+// What a vocabulary type assumes when the file stores no special id or add_* flag.
+struct SpecialDefaults {
+  TokenId bos = kNoToken, eos = kNoToken, unk = kNoToken, sep = kNoToken, pad = kNoToken;
+  bool add_bos = false, add_space_prefix = false;
+};
+
+SpecialDefaults special_defaults(VocabType type, const std::string& pre) {
+  SpecialDefaults d;
+  if (type == VocabType::Spm) {
+    d.bos = 1;
+    d.eos = 2;
+    d.unk = 0;
+    d.add_bos = true;
+    d.add_space_prefix = true;
+  } else if (type == VocabType::Bpe) {
+    d.add_bos = bpe_pre_info(pre).add_bos;  // Llama 3, Tekken: true
+  } else if (type == VocabType::Wpm) {
+    // BERT: [CLS] = 101 (added as BOS), [UNK] = 100, [SEP] = 102, [PAD] = 0.
+    d.bos = 101;
+    d.unk = 100;
+    d.sep = 102;
+    d.pad = 0;
+    d.add_bos = true;
+  }
+  return d;
+}
+
+// A stored special id (nullopt: absent, so the default applies when it is a valid id; negative
+// or u32 -1: none), checked against the vocabulary's `n` tokens.
+TokenId resolve_special_id(const std::optional<int64_t>& stored, TokenId def, const char* key,
+                           size_t n, const std::string& source) {
+  if (!stored) return def >= 0 && static_cast<size_t>(def) < n ? def : kNoToken;
+  const int64_t id = *stored;
+  if (id < 0 || id == 0xFFFFFFFFll) return kNoToken;
+  if (static_cast<uint64_t>(id) >= n) {
+    fail("{}: tokenizer.ggml.{} = {} is out of range (vocabulary has {} tokens)", source, key, id,
+         n);
+  }
+  return static_cast<TokenId>(id);
+}
+
 }  // namespace
 
 uint32_t Vocab::SpecialTrie::child(uint32_t node, uint8_t byte) const {
@@ -164,194 +228,175 @@ Vocab Vocab::build(VocabData data, const std::string& source) {
   v.type_ = parse_model(data.model, source);
   v.model_ = data.model;
   v.pre_ = data.pre;
+  check_array_lengths(data, source);
+  v.index_tokens(data, source);
+  v.fill_byte_tokens();
+  if (v.type_ == VocabType::Bpe) v.merges_ = std::move(data.merges);
+  v.resolve_special_ids(data, source);
+  v.detect_eot_eom();
+  v.collect_eog_ids();
+  v.collect_special_tokens();
+  v.apply_model_name_fixups(data.name);
+  return v;
+}
 
+void Vocab::index_tokens(VocabData& data, const std::string& source) {
   const size_t n = data.tokens.size();
-  if (n == 0) fail("{}: tokenizer.ggml.tokens is empty", source);
-  if (n > static_cast<size_t>(std::numeric_limits<TokenId>::max())) {
-    fail("{}: tokenizer.ggml.tokens has {} entries, too many", source, n);
-  }
-  if (!data.scores.empty() && data.scores.size() != n) {
-    fail("{}: tokenizer.ggml.scores has {} entries but tokenizer.ggml.tokens has {}", source,
-         data.scores.size(), n);
-  }
-  if (!data.types.empty() && data.types.size() != n) {
-    fail("{}: tokenizer.ggml.token_type has {} entries but tokenizer.ggml.tokens has {}", source,
-         data.types.size(), n);
-  }
-
-  v.texts_ = std::move(data.tokens);
-  v.scores_ = data.scores.empty() ? std::vector<float>(n, 0.0f) : std::move(data.scores);
-  v.types_.resize(n, TokenType::Normal);
-  v.attrs_.resize(n, kAttrNormal);
-  v.byte_of_token_.assign(n, -1);
-  v.ids_.reserve(n);
+  texts_ = std::move(data.tokens);
+  scores_ = data.scores.empty() ? std::vector<float>(n, 0.0f) : std::move(data.scores);
+  types_.resize(n, TokenType::Normal);
+  attrs_.resize(n, kAttrNormal);
+  byte_of_token_.assign(n, -1);
+  ids_.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     const auto id = static_cast<TokenId>(i);
-    std::string& text = v.texts_[i];
+    std::string& text = texts_[i];
     if (text.empty()) text = fmt::format("[EMPTY_{}]", i);  // as llama.cpp renames them
-    const auto [it, inserted] = v.ids_.emplace(text, id);
+    const auto [it, inserted] = ids_.emplace(text, id);
     if (!inserted) {
       fail("{}: tokenizer.ggml.tokens: duplicate token text {} (ids {} and {})", source,
            printable(text), it->second, id);
     }
-    v.max_token_len_ = std::max(v.max_token_len_, text.size());
+    max_token_len_ = std::max(max_token_len_, text.size());
     if (!data.types.empty()) {
-      v.types_[i] = static_cast<TokenType>(data.types[i]);
-      v.attrs_[i] = attr_of_type(data.types[i]);
+      types_[i] = static_cast<TokenType>(data.types[i]);
+      attrs_[i] = attr_of_type(data.types[i]);
     }
-    if (v.types_[i] == TokenType::Byte) {
+    if (types_[i] == TokenType::Byte) {
       const int byte = parse_byte_token(text);
       if (byte < 0) {
         fail("{}: token {} has type BYTE but its text {} is not of the form <0xHH>", source, id,
              printable(text));
       }
-      v.byte_of_token_[i] = static_cast<int16_t>(byte);
+      byte_of_token_[i] = static_cast<int16_t>(byte);
     }
   }
+}
 
-  // Byte fallback table, as llama.cpp's byte_to_token looks it up: "<0xAB>" (upper-case hex,
-  // whatever the token's type), else a token that is the byte itself.
-  // Byte-level BPE: the byte's GPT-2 character.
+// Byte fallback table, as llama.cpp's byte_to_token looks it up: "<0xAB>" (upper-case hex,
+// whatever the token's type), else a token that is the byte itself.
+// Byte-level BPE: the byte's GPT-2 character.
+void Vocab::fill_byte_tokens() {
   for (int b = 0; b < 256; ++b) {
     TokenId id = kNoToken;
-    if (v.type_ == VocabType::Bpe) {
-      id = v.find(byte_level_char(static_cast<uint8_t>(b)));
+    if (type_ == VocabType::Bpe) {
+      id = find(byte_level_char(static_cast<uint8_t>(b)));
     } else {
-      id = v.find(fmt::format("<0x{:02X}>", b));
-      if (id == kNoToken) id = v.find(std::string(1, static_cast<char>(b)));
+      id = find(fmt::format("<0x{:02X}>", b));
+      if (id == kNoToken) id = find(std::string(1, static_cast<char>(b)));
     }
-    v.byte_tokens_[static_cast<size_t>(b)] = id;
+    byte_tokens_[static_cast<size_t>(b)] = id;
   }
-  if (v.type_ == VocabType::Bpe) v.merges_ = std::move(data.merges);
+}
 
-  // Special ids: model defaults, overridden by the stored values.
-  TokenId def_bos = kNoToken, def_eos = kNoToken, def_unk = kNoToken, def_sep = kNoToken;
-  TokenId def_pad = kNoToken;
-  bool def_add_bos = false, def_add_space_prefix = false;
-  if (v.type_ == VocabType::Spm) {
-    def_bos = 1;
-    def_eos = 2;
-    def_unk = 0;
-    def_add_bos = true;
-    def_add_space_prefix = true;
-  } else if (v.type_ == VocabType::Bpe) {
-    def_add_bos = bpe_pre_info(v.pre_).add_bos;  // Llama 3, Tekken: true
-  } else if (v.type_ == VocabType::Wpm) {
-    // BERT: [CLS] = 101 (added as BOS), [UNK] = 100, [SEP] = 102, [PAD] = 0.
-    def_bos = 101;
-    def_unk = 100;
-    def_sep = 102;
-    def_pad = 0;
-    def_add_bos = true;
-  }
-  auto resolve = [&](const std::optional<int64_t>& stored, TokenId def, const char* key) {
-    if (!stored) return v.valid_id(def) ? def : kNoToken;
-    const int64_t id = *stored;
-    if (id < 0 || id == 0xFFFFFFFFll) return kNoToken;
-    if (static_cast<uint64_t>(id) >= n) {
-      fail("{}: tokenizer.ggml.{} = {} is out of range (vocabulary has {} tokens)", source, key, id,
-           n);
-    }
-    return static_cast<TokenId>(id);
-  };
-  v.bos_ = resolve(data.bos_id, def_bos, "bos_token_id");
-  v.eos_ = resolve(data.eos_id, def_eos, "eos_token_id");
-  v.unk_ = resolve(data.unk_id, def_unk, "unknown_token_id");
-  v.sep_ = resolve(data.sep_id, def_sep, "seperator_token_id");
-  v.pad_ = resolve(data.pad_id, def_pad, "padding_token_id");
-  v.eot_ = resolve(data.eot_id, kNoToken, "eot_token_id");
-  v.eom_ = resolve(data.eom_id, kNoToken, "eom_token_id");
+// Special ids: model defaults, overridden by the stored values.
+void Vocab::resolve_special_ids(const VocabData& data, const std::string& source) {
+  SpecialDefaults def = special_defaults(type_, pre_);
+  const size_t n = n_tokens();
+  bos_ = resolve_special_id(data.bos_id, def.bos, "bos_token_id", n, source);
+  eos_ = resolve_special_id(data.eos_id, def.eos, "eos_token_id", n, source);
+  unk_ = resolve_special_id(data.unk_id, def.unk, "unknown_token_id", n, source);
+  sep_ = resolve_special_id(data.sep_id, def.sep, "seperator_token_id", n, source);
+  pad_ = resolve_special_id(data.pad_id, def.pad, "padding_token_id", n, source);
+  eot_ = resolve_special_id(data.eot_id, kNoToken, "eot_token_id", n, source);
+  eom_ = resolve_special_id(data.eom_id, kNoToken, "eom_token_id", n, source);
   // BPE / WordPiece: the family default (not a stored flag) only applies when there is a BOS
   // token to add. (SPM keeps the strict rule: its default BOS is part of the format.)
-  if (v.type_ != VocabType::Spm && v.bos_ == kNoToken) def_add_bos = false;
-  v.add_bos_ = data.add_bos.value_or(def_add_bos);
-  v.add_eos_ = data.add_eos.value_or(false);
-  v.add_space_prefix_ = data.add_space_prefix.value_or(def_add_space_prefix);
-  if (v.add_bos_ && v.bos_ == kNoToken) {
+  if (type_ != VocabType::Spm && bos_ == kNoToken) def.add_bos = false;
+  add_bos_ = data.add_bos.value_or(def.add_bos);
+  add_eos_ = data.add_eos.value_or(false);
+  add_space_prefix_ = data.add_space_prefix.value_or(def.add_space_prefix);
+  if (add_bos_ && bos_ == kNoToken) {
     fail("{}: tokenizer.ggml.add_bos_token is set but the vocabulary has no BOS token", source);
   }
-  if (v.add_eos_ && v.eos_ == kNoToken) {
+  if (add_eos_ && eos_ == kNoToken) {
     fail("{}: tokenizer.ggml.add_eos_token is set but the vocabulary has no EOS token", source);
   }
+}
 
-  // llama.cpp's fix-ups by token text (scanning ids in order, so the result is deterministic):
-  // EOT/EOM detection when not given, end-of-generation set, "unused" control tokens. Tokens
-  // taken for EOT/EOM/EOG are forced to be CONTROL.
-  auto force_control = [&](TokenId id) { v.attrs_[static_cast<size_t>(id)] |= kAttrControl; };
-  for (size_t i = 0; i < n; ++i) {
+// llama.cpp's fix-ups by token text (scanning ids in order, so the result is deterministic):
+// EOT/EOM detection when not given (detect_eot_eom), the end-of-generation set and "unused"
+// control tokens (collect_eog_ids). Tokens taken for EOT/EOM/EOG are forced to be CONTROL.
+void Vocab::force_control(TokenId id) {
+  attrs_[static_cast<size_t>(id)] |= kAttrControl;
+}
+
+void Vocab::detect_eot_eom() {
+  for (size_t i = 0; i < n_tokens(); ++i) {
     const auto id = static_cast<TokenId>(i);
-    const std::string_view text = v.texts_[i];
-    if (v.eot_ == kNoToken &&
-        std::find(std::begin(kEotTexts), std::end(kEotTexts), text) != std::end(kEotTexts)) {
-      v.eot_ = id;
+    const std::string_view text = texts_[i];
+    if (eot_ == kNoToken && contains(kEotTexts, text)) {
+      eot_ = id;
       force_control(id);
     }
-    if (v.eom_ == kNoToken && text == "<|eom_id|>") {
-      v.eom_ = id;
+    if (eom_ == kNoToken && text == "<|eom_id|>") {
+      eom_ = id;
       force_control(id);
     }
   }
-  for (size_t i = 0; i < n; ++i) {
+}
+
+void Vocab::collect_eog_ids() {
+  for (size_t i = 0; i < n_tokens(); ++i) {
     const auto id = static_cast<TokenId>(i);
-    const std::string_view text = v.texts_[i];
-    if (std::find(std::begin(kEogTexts), std::end(kEogTexts), text) != std::end(kEogTexts)) {
-      v.eog_ids_.push_back(id);
+    const std::string_view text = texts_[i];
+    if (contains(kEogTexts, text)) {
+      eog_ids_.push_back(id);
       force_control(id);
     }
-    if ((v.attrs_[i] & kAttrControl) && text.find("unused") != std::string_view::npos) {
-      v.attrs_[i] |= kAttrUnused;
+    if ((attrs_[i] & kAttrControl) && text.find("unused") != std::string_view::npos) {
+      attrs_[i] |= kAttrUnused;
     }
   }
-  for (TokenId id : {v.eos_, v.eot_, v.eom_}) {
-    if (id != kNoToken) v.eog_ids_.push_back(id);
+  for (TokenId id : {eos_, eot_, eom_}) {
+    if (id != kNoToken) eog_ids_.push_back(id);
   }
-  std::sort(v.eog_ids_.begin(), v.eog_ids_.end());
-  v.eog_ids_.erase(std::unique(v.eog_ids_.begin(), v.eog_ids_.end()), v.eog_ids_.end());
+  std::sort(eog_ids_.begin(), eog_ids_.end());
+  eog_ids_.erase(std::unique(eog_ids_.begin(), eog_ids_.end()), eog_ids_.end());
   // gpt-oss style vocabularies: "<|end|>" ends a message, not the generation.
-  {
-    const TokenId end = v.find("<|end|>");
-    const TokenId ret = v.find("<|return|>");
-    const TokenId call = v.find("<|call|>");
-    if (end != kNoToken && ret != kNoToken && call != kNoToken && v.is_eog(end) && v.is_eog(ret) &&
-        v.is_eog(call)) {
-      v.eog_ids_.erase(std::find(v.eog_ids_.begin(), v.eog_ids_.end(), end));
-      v.attrs_[static_cast<size_t>(end)] = kAttrUserDefined;
-    }
+  const TokenId end = find("<|end|>");
+  const TokenId ret = find("<|return|>");
+  const TokenId call = find("<|call|>");
+  if (end != kNoToken && ret != kNoToken && call != kNoToken && is_eog(end) && is_eog(ret) &&
+      is_eog(call)) {
+    eog_ids_.erase(std::find(eog_ids_.begin(), eog_ids_.end(), end));
+    attrs_[static_cast<size_t>(end)] = kAttrUserDefined;
   }
+}
 
-  // Tokens matched as text before tokenization, longest first (ties by id, for determinism).
-  for (size_t i = 0; i < n; ++i) {
-    if (v.attrs_[i] & (kAttrControl | kAttrUserDefined | kAttrUnknown)) {
-      v.special_tokens_.push_back(static_cast<TokenId>(i));
+// Tokens matched as text before tokenization, longest first (ties by id, for determinism).
+void Vocab::collect_special_tokens() {
+  for (size_t i = 0; i < n_tokens(); ++i) {
+    if (attrs_[i] & (kAttrControl | kAttrUserDefined | kAttrUnknown)) {
+      special_tokens_.push_back(static_cast<TokenId>(i));
     }
   }
-  std::stable_sort(v.special_tokens_.begin(), v.special_tokens_.end(), [&](TokenId a, TokenId b) {
-    return v.texts_[static_cast<size_t>(a)].size() > v.texts_[static_cast<size_t>(b)].size();
+  std::stable_sort(special_tokens_.begin(), special_tokens_.end(), [&](TokenId a, TokenId b) {
+    return texts_[static_cast<size_t>(a)].size() > texts_[static_cast<size_t>(b)].size();
   });
-  v.special_trie_ = build_special_trie(v.texts_, v.special_tokens_);
-  for (const TokenId id : v.special_tokens_) {
-    if (!(v.attrs_[static_cast<size_t>(id)] & (kAttrControl | kAttrUnknown))) {
-      v.special_trie_.any_always = true;
+  special_trie_ = build_special_trie(texts_, special_tokens_);
+  for (const TokenId id : special_tokens_) {
+    if (!(attrs_[static_cast<size_t>(id)] & (kAttrControl | kAttrUnknown))) {
+      special_trie_.any_always = true;
     }
   }
+}
 
-  // Per-model attributes llama.cpp sets by general.name: Phi-3 strips whitespace after most of
-  // its special tokens.
-  std::string name = data.name;
+// Per-model attributes llama.cpp sets by general.name: Phi-3 strips whitespace after most of
+// its special tokens.
+void Vocab::apply_model_name_fixups(std::string name) {
   std::transform(name.begin(), name.end(), name.begin(), [](char c) {
     return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   });
-  if (name.find("phi-3") != std::string::npos || name.find("phi3") != std::string::npos) {
-    auto set_rstrip = [&](TokenId id, bool on) {
-      if (id == kNoToken) return;
-      auto& a = v.attrs_[static_cast<size_t>(id)];
-      a = on ? (a | kAttrRStrip) : (a & ~static_cast<uint32_t>(kAttrRStrip));
-    };
-    for (TokenId id : v.special_tokens_) set_rstrip(id, true);
-    set_rstrip(v.find("</s>"), true);
-    for (const char* t : {"<unk>", "<s>", "<|endoftext|>"}) set_rstrip(v.find(t), false);
-  }
-  return v;
+  if (name.find("phi-3") == std::string::npos && name.find("phi3") == std::string::npos) return;
+  auto set_rstrip = [&](TokenId id, bool on) {
+    if (id == kNoToken) return;
+    auto& a = attrs_[static_cast<size_t>(id)];
+    a = on ? (a | kAttrRStrip) : (a & ~static_cast<uint32_t>(kAttrRStrip));
+  };
+  for (TokenId id : special_tokens_) set_rstrip(id, true);
+  set_rstrip(find("</s>"), true);
+  for (const char* t : {"<unk>", "<s>", "<|endoftext|>"}) set_rstrip(find(t), false);
 }
 
 Vocab Vocab::from_gguf(const gguf::File& file) {

@@ -165,6 +165,16 @@ class Vocab {
  private:
   size_t checked(TokenId id) const;
 
+  // The steps of build(), in order (see vocab.cpp).
+  void index_tokens(VocabData& data, const std::string& source);
+  void fill_byte_tokens();
+  void resolve_special_ids(const VocabData& data, const std::string& source);
+  void detect_eot_eom();
+  void collect_eog_ids();
+  void collect_special_tokens();
+  void apply_model_name_fixups(std::string name);
+  void force_control(TokenId id);
+
   struct TextHash {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
