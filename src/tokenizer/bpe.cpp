@@ -450,66 +450,87 @@ struct CandAfter {
   }
 };
 
+struct BestPair {
+  size_t index = 0;
+  int32_t rank = INT32_MAX;  // INT32_MAX: no pair has a merge
+};
+
+// The leftmost pair of lowest rank among the first m symbols' pairs.
+inline BestPair best_pair(const Scratch& s, size_t m) {
+  BestPair best;
+  for (size_t i = 0; i + 1 < m; ++i) {
+    if (s.ranks[i] < best.rank) best = {i, s.ranks[i]};
+  }
+  return best;
+}
+
+// Removes symbol i of the first m (and its pair entry), moving the later ones down.
+inline void erase_symbol(Scratch& s, size_t i, size_t m) {
+  const size_t tail = m - i - 1;
+  std::memmove(s.ids.data() + i, s.ids.data() + i + 1, tail * sizeof(TokenId));
+  std::memmove(s.bytes.data() + i, s.bytes.data() + i + 1, tail);
+  std::memmove(s.ranks.data() + i, s.ranks.data() + i + 1, tail * sizeof(int32_t));
+  std::memmove(s.merged.data() + i, s.merged.data() + i + 1, tail * sizeof(TokenId));
+}
+
 }  // namespace
 
 void BpeModel::merge_word(std::string_view word, std::vector<TokenId>& out) const {
+  if (word.size() < options_.heap_merge_min) {
+    merge_short_word(word, out);
+  } else {
+    merge_long_word(word, out);
+  }
+}
+
+// Short words: a rank array, ranks[i] being the rank of the pair (ids[i], ids[i + 1]), scanned
+// for the best pair at each merge.
+void BpeModel::merge_short_word(std::string_view word, std::vector<TokenId>& out) const {
   Scratch& s = scratch();
   const size_t n = word.size();
   const MergeTable& table = *merges_;
-
-  if (n < options_.heap_merge_min) {
-    // Rank array: ranks[i] is the rank of the pair (ids[i], ids[i + 1]).
-    s.ids.resize(n);
-    s.bytes.resize(n);
-    for (size_t i = 0; i < n; ++i) {
-      s.bytes[i] = static_cast<uint8_t>(word[i]);
-      s.ids[i] = byte_ids_[s.bytes[i]];
-    }
-    s.ranks.resize(n);
-    s.merged.resize(n);
-    auto rank_at = [&](size_t i) {
-      const TokenId l = s.ids[i];
-      const TokenId r = s.ids[i + 1];
-      const MergeTable::Slot* slot = (l == kNoToken || r == kNoToken) ? nullptr : table.find(l, r);
-      s.ranks[i] = slot ? slot->rank : INT32_MAX;
-      s.merged[i] = slot ? slot->id : kNoToken;
-    };
-    size_t m = n;
-    for (size_t i = 0; i + 1 < m; ++i) {
-      const PairMerge& pm = byte_pairs_[size_t{s.bytes[i]} * 256 + s.bytes[i + 1]];
-      s.ranks[i] = pm.rank;
-      s.merged[i] = pm.id;
-    }
-    while (m > 1) {
-      size_t best = 0;
-      int32_t best_rank = INT32_MAX;
-      for (size_t i = 0; i + 1 < m; ++i) {
-        if (s.ranks[i] < best_rank) {
-          best_rank = s.ranks[i];
-          best = i;
-        }
-      }
-      if (best_rank == INT32_MAX) break;
-      s.ids[best] = s.merged[best];
-      // Remove symbol best + 1 (and its pair entry).
-      const size_t tail = m - best - 2;
-      std::memmove(s.ids.data() + best + 1, s.ids.data() + best + 2, tail * sizeof(TokenId));
-      std::memmove(s.bytes.data() + best + 1, s.bytes.data() + best + 2, tail);
-      std::memmove(s.ranks.data() + best + 1, s.ranks.data() + best + 2, tail * sizeof(int32_t));
-      std::memmove(s.merged.data() + best + 1, s.merged.data() + best + 2, tail * sizeof(TokenId));
-      --m;
-      if (best > 0) rank_at(best - 1);
-      if (best + 1 < m) {
-        rank_at(best);
-      } else {
-        s.ranks[best] = INT32_MAX;
-      }
-    }
-    for (size_t i = 0; i < m; ++i) push_symbol(s.ids[i], s.bytes[i], out);
-    return;
+  s.ids.resize(n);
+  s.bytes.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    s.bytes[i] = static_cast<uint8_t>(word[i]);
+    s.ids[i] = byte_ids_[s.bytes[i]];
   }
+  s.ranks.resize(n);
+  s.merged.resize(n);
+  auto rank_at = [&](size_t i) {
+    const TokenId l = s.ids[i];
+    const TokenId r = s.ids[i + 1];
+    const MergeTable::Slot* slot = (l == kNoToken || r == kNoToken) ? nullptr : table.find(l, r);
+    s.ranks[i] = slot ? slot->rank : INT32_MAX;
+    s.merged[i] = slot ? slot->id : kNoToken;
+  };
+  size_t m = n;
+  for (size_t i = 0; i + 1 < m; ++i) {
+    const PairMerge& pm = byte_pairs_[size_t{s.bytes[i]} * 256 + s.bytes[i + 1]];
+    s.ranks[i] = pm.rank;
+    s.merged[i] = pm.id;
+  }
+  while (m > 1) {
+    const auto [best, best_rank] = best_pair(s, m);
+    if (best_rank == INT32_MAX) break;
+    s.ids[best] = s.merged[best];
+    erase_symbol(s, best + 1, m);
+    --m;
+    if (best > 0) rank_at(best - 1);
+    if (best + 1 < m) {
+      rank_at(best);
+    } else {
+      s.ranks[best] = INT32_MAX;
+    }
+  }
+  for (size_t i = 0; i < m; ++i) push_symbol(s.ids[i], s.bytes[i], out);
+}
 
-  // Long words: linked list + priority queue of candidate pairs, stale entries skipped.
+// Long words: linked list + priority queue of candidate pairs, stale entries skipped.
+void BpeModel::merge_long_word(std::string_view word, std::vector<TokenId>& out) const {
+  Scratch& s = scratch();
+  const size_t n = word.size();
+  const MergeTable& table = *merges_;
   s.syms.resize(n);
   for (size_t i = 0; i < n; ++i) {
     s.syms[i] = {byte_ids_[static_cast<uint8_t>(word[i])], static_cast<int32_t>(i) - 1,

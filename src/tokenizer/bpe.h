@@ -92,6 +92,8 @@ class BpeModel {
   class WordCache;
 
   void merge_word(std::string_view word, std::vector<TokenId>& out) const;
+  void merge_short_word(std::string_view word, std::vector<TokenId>& out) const;
+  void merge_long_word(std::string_view word, std::vector<TokenId>& out) const;
   void push_symbol(TokenId id, uint8_t byte, std::vector<TokenId>& out) const;
 
   std::shared_ptr<const Vocab> vocab_;
