@@ -186,46 +186,34 @@ int64_t HParams::recurrent_state_floats() const {
   return n;
 }
 
-namespace {}  // namespace
+namespace {
 
-HParams HParams::from_gguf(const gguf::File& f) {
-  HParams hp;
-  auto arch = f.get_string("general.architecture");
-  if (!arch) fail("{}: missing metadata key 'general.architecture'", f.name());
-  hp.arch_name = *arch;
-  hp.arch = arch_from_name(*arch, f.name());
-  const std::string p = *arch + ".";
-
-  hp.n_embd = require_int(f, p + "embedding_length");
-  hp.n_layer = require_int(f, p + "block_count");
-  // MoE layers have no dense FFN (qwen35moe files carry no feed_forward_length).
-  hp.n_ff = hp.arch == Arch::Qwen35Moe ? f.get_int(p + "feed_forward_length").value_or(0)
-                                       : require_int(f, p + "feed_forward_length");
-  hp.n_head = require_int(f, p + "attention.head_count");
-  if (hp.n_layer <= 0 || hp.n_layer > 4096)
-    fail("{}: block_count = {} is out of range (1..4096)", f.name(), hp.n_layer);
-  const std::vector<int64_t> kv_heads = head_count_kv(f, p, hp.n_layer, hp.n_head);
-  hp.n_head_kv = 0;
+// The one KV head count of the attention layers (lfm2's 0 marks a layer without attention).
+int64_t shared_kv_head_count(const std::vector<int64_t>& kv_heads, Arch arch,
+                             const std::string& file) {
+  int64_t shared = 0;
   for (int64_t n : kv_heads) {
-    if (n == 0 && hp.arch == Arch::Lfm2) continue;
-    if (hp.n_head_kv != 0 && n != hp.n_head_kv)
-      fail("{}: attention layers with different head_count_kv ({} and {}) are not supported",
-           f.name(), hp.n_head_kv, n);
-    hp.n_head_kv = n;
+    if (n == 0 && arch == Arch::Lfm2) continue;
+    if (shared != 0 && n != shared)
+      fail("{}: attention layers with different head_count_kv ({} and {}) are not supported", file,
+           shared, n);
+    shared = n;
   }
-  hp.n_ctx_train = f.get_int(p + "context_length").value_or(2048);
+  return shared;
+}
+
+// head_dim (key and value length, which must agree) and the rotated dimensions.
+void read_head_dims(HParams& hp, const gguf::File& f, const std::string& p) {
   if (hp.n_head <= 0) fail("{}: '{}attention.head_count' must be positive", f.name(), p);
   hp.head_dim = f.get_int(p + "attention.key_length").value_or(hp.n_embd / hp.n_head);
   if (auto vl = f.get_int(p + "attention.value_length"); vl && *vl != hp.head_dim)
     fail("{}: attention.value_length {} != key_length {} is not supported", f.name(), *vl,
          hp.head_dim);
   hp.n_rot = f.get_int(p + "rope.dimension_count").value_or(hp.head_dim);
-  hp.rms_eps = static_cast<float>(
-      f.get_float(p + "attention.layer_norm_rms_epsilon")
-          .value_or(hp.arch == Arch::Llama || hp.arch == Arch::Lfm2 ? 1e-5 : 1e-6));
-  read_arch_keys(hp, f, p);
-  assign_layer_kinds(hp, f, p, kv_heads);
+}
 
+// The vocabulary size: the arch key, else the tokenizer's token count, else the embedding's rows.
+void read_vocab_size(HParams& hp, const gguf::File& f, const std::string& p) {
   if (auto n = f.get_int(p + "vocab_size")) {
     hp.n_vocab = *n;
   } else if (const gguf::Value* toks = f.get_array("tokenizer.ggml.tokens")) {
@@ -233,10 +221,10 @@ HParams HParams::from_gguf(const gguf::File& f) {
   } else if (const gguf::TensorInfo* t = f.find_tensor("token_embd.weight")) {
     hp.n_vocab = t->ne[1];
   }
+}
 
-  hp.rope_layout = hp.arch == Arch::Llama ? RopeLayout::Interleaved : RopeLayout::Neox;
-  hp.rope_freq_base = static_cast<float>(f.get_float(p + "rope.freq_base").value_or(10000.0));
-
+// rope.scaling.{type,factor} (or an older file's rope.scale_linear) and YaRN's parameters.
+void read_rope_scaling(HParams& hp, const gguf::File& f, const std::string& p) {
   std::string scaling = f.get_string(p + "rope.scaling.type").value_or("none");
   double factor = f.get_float(p + "rope.scaling.factor").value_or(0.0);
   if (auto lin = f.get_float(p + "rope.scale_linear"); lin && factor == 0.0) {
@@ -265,6 +253,40 @@ HParams HParams::from_gguf(const gguf::File& f) {
       static_cast<float>(f.get_float(p + "rope.scaling.yarn_beta_fast").value_or(32.0));
   hp.yarn_beta_slow =
       static_cast<float>(f.get_float(p + "rope.scaling.yarn_beta_slow").value_or(1.0));
+}
+
+}  // namespace
+
+HParams HParams::from_gguf(const gguf::File& f) {
+  HParams hp;
+  auto arch = f.get_string("general.architecture");
+  if (!arch) fail("{}: missing metadata key 'general.architecture'", f.name());
+  hp.arch_name = *arch;
+  hp.arch = arch_from_name(*arch, f.name());
+  const std::string p = *arch + ".";
+
+  hp.n_embd = require_int(f, p + "embedding_length");
+  hp.n_layer = require_int(f, p + "block_count");
+  // MoE layers have no dense FFN (qwen35moe files carry no feed_forward_length).
+  hp.n_ff = hp.arch == Arch::Qwen35Moe ? f.get_int(p + "feed_forward_length").value_or(0)
+                                       : require_int(f, p + "feed_forward_length");
+  hp.n_head = require_int(f, p + "attention.head_count");
+  if (hp.n_layer <= 0 || hp.n_layer > 4096)
+    fail("{}: block_count = {} is out of range (1..4096)", f.name(), hp.n_layer);
+  const std::vector<int64_t> kv_heads = head_count_kv(f, p, hp.n_layer, hp.n_head);
+  hp.n_head_kv = shared_kv_head_count(kv_heads, hp.arch, f.name());
+  hp.n_ctx_train = f.get_int(p + "context_length").value_or(2048);
+  read_head_dims(hp, f, p);
+  hp.rms_eps = static_cast<float>(
+      f.get_float(p + "attention.layer_norm_rms_epsilon")
+          .value_or(hp.arch == Arch::Llama || hp.arch == Arch::Lfm2 ? 1e-5 : 1e-6));
+  read_arch_keys(hp, f, p);
+  assign_layer_kinds(hp, f, p, kv_heads);
+  read_vocab_size(hp, f, p);
+
+  hp.rope_layout = hp.arch == Arch::Llama ? RopeLayout::Interleaved : RopeLayout::Neox;
+  hp.rope_freq_base = static_cast<float>(f.get_float(p + "rope.freq_base").value_or(10000.0));
+  read_rope_scaling(hp, f, p);
 
   hp.validate(f.name());
   return hp;
