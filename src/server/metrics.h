@@ -41,6 +41,9 @@ class Metrics {
   std::string render(const MetricsGauges& g) const;
 
  private:
+  // The counters' samples, in /metrics order; mu_ is held.
+  void append_request_counters(std::string& out) const;
+
   mutable std::mutex mu_;
   uint64_t requests_ = 0;
   uint64_t prompt_tokens_ = 0;
