@@ -97,7 +97,6 @@ double matmul_ops_per_token(const Model& m, bool with_output) {
   return n;
 }
 
-// Bytes of weights one decode step reads (on average over tokens for routed experts).
 // Which kernel the matmuls of each weight type and the attention run at this level (issue: a
 // figure is only comparable with the kernels that made it).
 void print_kernels(const Model& model, TensorType kv) {
@@ -117,6 +116,7 @@ void print_kernels(const Model& model, TensorType kv) {
              type_name(kv));
 }
 
+// Bytes of weights one decode step reads (on average over tokens for routed experts).
 double weight_bytes_per_token(const Model& m) {
   double n = 0;
   auto add = [&](const MatrixView& w, double share) {
@@ -255,32 +255,28 @@ void time_generation(const BenchOptions& o, const Model& model, const ForwardOpt
                                           probes.empty() ? 0.0 : stats(probes).mean));
 }
 
-int bench(const BenchOptions& o) {
-  Runtime rt(o.threads);
-  ops::ThreadPool& pool = rt.pool();
-  std::optional<tools::ReadBandwidthProbe> probe;
-  tools::ComputePeak peak;
-  if (o.membw || o.membw_only) {
-    probe.emplace(pool);
-    const double bw = probe->measure();
-    fmt::print("memory read bandwidth ({} threads): {:.1f} GB/s\n", o.threads, bw / 1e9);
-    if (o.membw_only) return 0;
-    peak = tools::measure_compute_peak(pool);
-    if (peak.f32 > 0)
-      fmt::print(
-          "compute peak ({} threads, kernel steps from registers): f32 FMA {:.0f} GFLOP/s | "
-          "Q8_0 step {:.0f} GOPS | 4/6-bit step {:.0f} GOPS{}\n",
-          o.threads, peak.f32 / 1e9, peak.s8s8 / 1e9, peak.u8s8 / 1e9,
-          peak.s8s8_vnni > 0
-              ? fmt::format(" | VNNI: Q8_0 step {:.0f} GOPS, 4/6-bit step {:.0f} GOPS",
-                            peak.s8s8_vnni / 1e9, peak.u8s8_vnni / 1e9)
-              : "");
-  }
-  if (o.model.empty()) fail("bench needs -m MODEL (or --membw-only)");
-  rt.load(o.model);
-  const Model& model = rt.model();
+// The machine's read bandwidth (the probe stays for tgN's per-run readings) and, unless
+// --membw-only, its compute peak.
+tools::ComputePeak probe_machine(const BenchOptions& o, ops::ThreadPool& pool,
+                                 std::optional<tools::ReadBandwidthProbe>& probe) {
+  probe.emplace(pool);
+  const double bw = probe->measure();
+  fmt::print("memory read bandwidth ({} threads): {:.1f} GB/s\n", o.threads, bw / 1e9);
+  if (o.membw_only) return {};
+  const tools::ComputePeak peak = tools::measure_compute_peak(pool);
+  if (peak.f32 > 0)
+    fmt::print(
+        "compute peak ({} threads, kernel steps from registers): f32 FMA {:.0f} GFLOP/s | "
+        "Q8_0 step {:.0f} GOPS | 4/6-bit step {:.0f} GOPS{}\n",
+        o.threads, peak.f32 / 1e9, peak.s8s8 / 1e9, peak.u8s8 / 1e9,
+        peak.s8s8_vnni > 0 ? fmt::format(" | VNNI: Q8_0 step {:.0f} GOPS, 4/6-bit step {:.0f} GOPS",
+                                         peak.s8s8_vnni / 1e9, peak.u8s8_vnni / 1e9)
+                           : "");
+  return peak;
+}
+
+void print_model_summary(const BenchOptions& o, const Model& model, TensorType kv) {
   const HParams& hp = model.hparams();
-  const TensorType kv = kv_type_option(o.kv_type);
   fmt::print("model: {} | {} | {:.1f} MiB weights | simd: {} ({}) | kv: {}\n", o.model,
              hp.summary(), static_cast<double>(model.weight_bytes()) / (1 << 20),
              ops::simd_level_name(ops::simd_level()), ops::cpu_features().summary(), type_name(kv));
@@ -291,60 +287,96 @@ int bench(const BenchOptions& o) {
     fmt::print(" + {} in the sliding-window layers' pool (last {} positions)",
                kv_geometry.window_bytes_per_token(), kv_geometry.n_swa);
   fmt::print("\n");
-  if (!o.concurrency.empty() || o.long_prompt > 0) {
-    bench_engine(o, model, rt.tokenizer(), pool, kv);
-    return 0;
-  }
+}
 
+void print_table_header() {
   fmt::print("\n| {:>7} | {:>7} | {:>5} | {:>6} | {:>16} | {:>12} | {:>18} |\n", "test", "depth",
              "thr", "kv blk", "t/s", "GB/s", "GOPS / % roofline");
   fmt::print("| {:->7} | {:->7} | {:->5} | {:->6} | {:->16} | {:->12} | {:->18} |\n", "", "", "",
              "", "", "", "");
+}
+
+// A context for every test at `depth`: room for the longest prompt or generation after it.
+ForwardOptions forward_options(const BenchOptions& o, int64_t depth, int64_t blk, TensorType kv) {
+  ForwardOptions fo;
+  fo.n_ctx = depth +
+             std::max(*std::max_element(o.n_prompt.begin(), o.n_prompt.end()),
+                      *std::max_element(o.n_gen.begin(), o.n_gen.end())) +
+             1;
+  fo.kv_type = kv;
+  fo.kv_block_tokens = blk;
+  return fo;
+}
+
+// ppN: a prompt of `np` tokens after `prefix`, o.reps timed runs after a warm-up, with the
+// arithmetic rate reached against `roof` (GOPS; 0: unknown).
+void time_prompt(const BenchOptions& o, const Model& model, const ForwardOptions& fo,
+                 const std::vector<int32_t>& prefix, int64_t np, int64_t blk, ops::ThreadPool& pool,
+                 double roof) {
   using Clock = std::chrono::steady_clock;
+  const HParams& hp = model.hparams();
+  const auto depth = static_cast<int64_t>(prefix.size());
+  std::vector<double> rates;
+  const std::vector<int32_t> toks = random_tokens(np, hp.n_vocab, 2);
+  // One context for all repetitions, cut back to the depth between them (as a server's
+  // pool is reused): the KV pages are touched once, in the warm-up run.
+  Forward f(model, fo, pool);
+  for (int r = 0; r < o.reps + 1; ++r) {  // first run warms up
+    rewind_to_depth(f, prefix);
+    const auto t0 = Clock::now();
+    f.eval(toks);
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (r > 0) rates.push_back(static_cast<double>(np) / s);
+  }
+  const Stats st = stats(rates);
+  const double ops = matmul_ops_per_token(model, false) * static_cast<double>(np) +
+                     matmul_ops_per_token(model, true) - matmul_ops_per_token(model, false) +
+                     attention_ops(hp, depth, np);
+  const double gops = ops / (static_cast<double>(np) / st.mean) / 1e9;
+  fmt::print("| {:>7} | {:>7} | {:>5} | {:>6} | {:>8.2f} ± {:<5.2f} | {:>12} | {:>18} |\n",
+             fmt::format("pp{}", np), depth, o.threads, blk, st.mean, st.sd, "",
+             roof > 0 ? fmt::format("{:.1f} {:.0f}% of {:.0f}", gops, 100 * gops / roof, roof)
+                      : fmt::format("{:.1f} GOPS", gops));
+}
+
+// The ppN / tgN table over every depth and KV block size, then --breakdown's lines.
+void bench_forward(const BenchOptions& o, const Model& model, ops::ThreadPool& pool, TensorType kv,
+                   const tools::ComputePeak& peak, tools::ReadBandwidthProbe* probe) {
+  print_table_header();
   std::vector<std::string> breakdowns;  // --breakdown: printed after the table
   // Prefill against the step of the FFN's weight type, which holds most of the arithmetic.
   const double roof = tools::compute_peak_for(peak, ffn_weight_type(model)) / 1e9;
   for (int64_t depth : o.depth)
     for (int64_t blk : o.kv_block) {
-      const int64_t max_need = depth +
-                               std::max(*std::max_element(o.n_prompt.begin(), o.n_prompt.end()),
-                                        *std::max_element(o.n_gen.begin(), o.n_gen.end())) +
-                               1;
-      ForwardOptions fo;
-      fo.n_ctx = max_need;
-      fo.kv_type = kv;
-      fo.kv_block_tokens = blk;
-      const std::vector<int32_t> prefix = random_tokens(depth, hp.n_vocab, 1);
-      for (int64_t np : o.n_prompt) {
-        if (np <= 0) continue;
-        std::vector<double> rates;
-        const std::vector<int32_t> toks = random_tokens(np, hp.n_vocab, 2);
-        // One context for all repetitions, cut back to the depth between them (as a server's
-        // pool is reused): the KV pages are touched once, in the warm-up run.
-        Forward f(model, fo, pool);
-        for (int r = 0; r < o.reps + 1; ++r) {  // first run warms up
-          rewind_to_depth(f, prefix);
-          const auto t0 = Clock::now();
-          f.eval(toks);
-          const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-          if (r > 0) rates.push_back(static_cast<double>(np) / s);
-        }
-        const Stats st = stats(rates);
-        const double ops = matmul_ops_per_token(model, false) * static_cast<double>(np) +
-                           matmul_ops_per_token(model, true) - matmul_ops_per_token(model, false) +
-                           attention_ops(hp, depth, np);
-        const double gops = ops / (static_cast<double>(np) / st.mean) / 1e9;
-        fmt::print("| {:>7} | {:>7} | {:>5} | {:>6} | {:>8.2f} ± {:<5.2f} | {:>12} | {:>18} |\n",
-                   fmt::format("pp{}", np), depth, o.threads, blk, st.mean, st.sd, "",
-                   roof > 0 ? fmt::format("{:.1f} {:.0f}% of {:.0f}", gops, 100 * gops / roof, roof)
-                            : fmt::format("{:.1f} GOPS", gops));
-      }
+      const ForwardOptions fo = forward_options(o, depth, blk, kv);
+      const std::vector<int32_t> prefix = random_tokens(depth, model.hparams().n_vocab, 1);
+      for (int64_t np : o.n_prompt)
+        if (np > 0) time_prompt(o, model, fo, prefix, np, blk, pool, roof);
       for (int64_t ng : o.n_gen)
-        if (ng > 0)
-          time_generation(o, model, fo, prefix, ng, blk, pool, probe ? &*probe : nullptr,
-                          breakdowns);
+        if (ng > 0) time_generation(o, model, fo, prefix, ng, blk, pool, probe, breakdowns);
     }
   for (const std::string& b : breakdowns) fmt::print("\n{}\n", b);
+}
+
+int bench(const BenchOptions& o) {
+  Runtime rt(o.threads);
+  ops::ThreadPool& pool = rt.pool();
+  std::optional<tools::ReadBandwidthProbe> probe;
+  tools::ComputePeak peak;
+  if (o.membw || o.membw_only) {
+    peak = probe_machine(o, pool, probe);
+    if (o.membw_only) return 0;
+  }
+  if (o.model.empty()) fail("bench needs -m MODEL (or --membw-only)");
+  rt.load(o.model);
+  const Model& model = rt.model();
+  const TensorType kv = kv_type_option(o.kv_type);
+  print_model_summary(o, model, kv);
+  if (!o.concurrency.empty() || o.long_prompt > 0) {
+    bench_engine(o, model, rt.tokenizer(), pool, kv);
+    return 0;
+  }
+  bench_forward(o, model, pool, kv, peak, probe ? &*probe : nullptr);
   return 0;
 }
 
@@ -391,105 +423,130 @@ EngineRun run_engine(Engine& engine, const std::vector<GenerationRequest>& reqs,
   return out;
 }
 
+// A request of random tokens that runs to its token limit.
+GenerationRequest bench_request(const Model& model, int64_t n_prompt, int64_t n_gen,
+                                uint32_t seed) {
+  GenerationRequest r;
+  r.prompt = random_tokens(n_prompt, model.hparams().n_vocab, seed);
+  r.max_tokens = n_gen;
+  r.stop_at_eog = false;
+  return r;
+}
+
+// The aggregate decode rate of `n` streams of 32-token prompts, `ng` tokens each, on an engine
+// of their own.
+double concurrent_decode_rate(const BenchOptions& o, const Model& model, const Tokenizer& tok,
+                              ops::ThreadPool& pool, TensorType kv, int64_t n, int64_t ng) {
+  EngineOptions eo;
+  eo.max_running = static_cast<int>(n);
+  eo.max_seq_tokens = 32 + ng + 1;
+  // Every prompt in the first step, so that the streams decode together from the second
+  // (otherwise the first streams' decode time includes the later ones' prefill).
+  eo.step_tokens = std::max<int64_t>(eo.step_tokens, 33 * n);
+  eo.kv_type = kv;
+  eo.kv_block_tokens = o.kv_block.front();
+  eo.spec.mode = SpecMode::Off;  // batching alone: drafts would inflate random models' loops
+  Engine engine(model, tok, eo, pool);
+  engine.start();
+  std::vector<GenerationRequest> reqs;
+  for (int64_t j = 0; j < n; ++j)
+    reqs.push_back(bench_request(model, 32, ng, static_cast<uint32_t>(100 + j)));
+  run_engine(engine, {bench_request(model, 32, 4, 99)}, {});  // warm-up
+  EngineRun run = run_engine(engine, reqs, {});
+  // Decode rate: tokens after each stream's first, over the time all streams were decoding.
+  double decode_s = 0;
+  for (const auto& st : run.stats) decode_s = std::max(decode_s, st.decode_ms / 1000.0);
+  return static_cast<double>(n * (ng - 1)) / decode_s;
+}
+
+// agg[i]: the rates of o.concurrency[i] streams, one per round.
+void print_concurrency_table(const BenchOptions& o, const std::vector<std::vector<double>>& agg,
+                             int64_t ng, size_t rounds) {
+  fmt::print(
+      "\nconcurrent generation (engine, prompt 32 tokens each, {} generated each; {} "
+      "interleaved round{}, median and range):\n",
+      ng, rounds, rounds > 1 ? "s" : "");
+  fmt::print("| {:>7} | {:>14} | {:>17} | {:>14} | {:>10} |\n", "streams", "aggregate t/s", "range",
+             "per stream t/s", "vs first");
+  fmt::print("| {:->7} | {:->14} | {:->17} | {:->14} | {:->10} |\n", "", "", "", "", "");
+  const double base = median(agg[0]);
+  for (size_t i = 0; i < o.concurrency.size(); ++i) {
+    const double m = median(agg[i]);
+    const auto [lo, hi] = std::minmax_element(agg[i].begin(), agg[i].end());
+    fmt::print("| {:>7} | {:>14.2f} | {:>17} | {:>14.2f} | {:>9.2f}x |\n", o.concurrency[i], m,
+               fmt::format("{:.1f} - {:.1f}", *lo, *hi), m / static_cast<double>(o.concurrency[i]),
+               m / base);
+  }
+}
+
+// --concurrency: aggregate generation with each number of streams.
+void bench_concurrency(const BenchOptions& o, const Model& model, const Tokenizer& tok,
+                       ops::ThreadPool& pool, TensorType kv) {
+  const int64_t ng = o.n_gen.empty() ? 128 : o.n_gen.front();
+  // Decode with one stream is bound by memory bandwidth, with four by arithmetic, and on a
+  // shared machine each drifts on its own: the counts run in rounds (1, 2, 4, 1, 2, 4, ...),
+  // so that every comparison is between neighbours in time, and the ratio is of medians.
+  const auto rounds = static_cast<size_t>(o.reps);
+  std::vector<std::vector<double>> agg(o.concurrency.size());
+  for (size_t r = 0; r < rounds; ++r)
+    for (size_t i = 0; i < o.concurrency.size(); ++i)
+      agg[i].push_back(concurrent_decode_rate(o, model, tok, pool, kv, o.concurrency[i], ng));
+  print_concurrency_table(o, agg, ng, rounds);
+}
+
+void print_ttft_under_prefill(const BenchOptions& o, double idle_ttft,
+                              const std::vector<double>& during, double long_ttft) {
+  fmt::print("\nTTFT of a 32-token request: idle {:.1f} ms (median of 5)", idle_ttft);
+  if (during.empty()) {
+    fmt::print("; the {}-token prefill ended before the first arrival\n", o.long_prompt);
+    return;
+  }
+  const double worst = *std::max_element(during.begin(), during.end());
+  fmt::print(
+      "; arriving during a {}-token prefill ({} arrivals, 613 ms apart) median {:.1f} ms "
+      "({:.2f}x idle), worst {:.1f} ms ({:.2f}x idle); the long prompt's own TTFT {:.1f} ms\n",
+      o.long_prompt, during.size(), median(during), median(during) / idle_ttft, worst,
+      worst / idle_ttft, long_ttft);
+}
+
+// --long-prompt: the TTFT of short requests idle and while a long prompt's prefill runs.
+void bench_ttft_under_prefill(const BenchOptions& o, const Model& model, const Tokenizer& tok,
+                              ops::ThreadPool& pool, TensorType kv) {
+  EngineOptions eo;
+  eo.max_running = 4;
+  eo.max_seq_tokens = o.long_prompt + 64;
+  eo.step_tokens = o.step_tokens;
+  eo.kv_type = kv;
+  eo.kv_block_tokens = o.kv_block.front();
+  eo.spec.mode = SpecMode::Off;  // TTFT under a long prefill: scheduling alone
+  Engine engine(model, tok, eo, pool);
+  engine.start();
+  run_engine(engine, {bench_request(model, 32, 2, 98)}, {});  // warm-up
+  std::vector<double> idle;
+  for (int i = 0; i < 5; ++i)
+    idle.push_back(run_engine(engine, {bench_request(model, 32, 1, 50 + i)}, {}).stats[0].ttft_ms);
+  // The long prompt first; short requests arrive while its prefill is under way, 613 ms
+  // apart (not a multiple of a step, so each lands at another point of the step in flight:
+  // the wait for that step is part of what is measured).
+  constexpr int kArrivals = 8;
+  std::vector<GenerationRequest> reqs{bench_request(model, o.long_prompt, 1, 7)};
+  std::vector<double> at{0.0};
+  for (int k = 0; k < kArrivals; ++k) {
+    reqs.push_back(bench_request(model, 32, 1, static_cast<uint32_t>(60 + k)));
+    at.push_back(200.0 + 613.0 * k);
+  }
+  const EngineRun busy = run_engine(engine, reqs, at);
+  std::vector<double> during;  // the arrivals that came before the long prompt was done
+  for (int k = 1; k <= kArrivals; ++k)
+    if (at[static_cast<size_t>(k)] < busy.stats[0].ttft_ms)
+      during.push_back(busy.stats[static_cast<size_t>(k)].ttft_ms);
+  print_ttft_under_prefill(o, median(idle), during, busy.stats[0].ttft_ms);
+}
+
 void bench_engine(const BenchOptions& o, const Model& model, const Tokenizer& tok,
                   ops::ThreadPool& pool, TensorType kv) {
-  const HParams& hp = model.hparams();
-  auto make = [&](int64_t n_prompt, int64_t n_gen, uint32_t seed) {
-    GenerationRequest r;
-    r.prompt = random_tokens(n_prompt, hp.n_vocab, seed);
-    r.max_tokens = n_gen;
-    r.stop_at_eog = false;
-    return r;
-  };
-  if (!o.concurrency.empty()) {
-    const int64_t ng = o.n_gen.empty() ? 128 : o.n_gen.front();
-    // Decode with one stream is bound by memory bandwidth, with four by arithmetic, and on a
-    // shared machine each drifts on its own: the counts run in rounds (1, 2, 4, 1, 2, 4, ...),
-    // so that every comparison is between neighbours in time, and the ratio is of medians.
-    const auto rounds = static_cast<size_t>(o.reps);
-    std::vector<std::vector<double>> agg(o.concurrency.size());
-    for (size_t r = 0; r < rounds; ++r)
-      for (size_t i = 0; i < o.concurrency.size(); ++i) {
-        const int64_t n = o.concurrency[i];
-        EngineOptions eo;
-        eo.max_running = static_cast<int>(n);
-        eo.max_seq_tokens = 32 + ng + 1;
-        // Every prompt in the first step, so that the streams decode together from the second
-        // (otherwise the first streams' decode time includes the later ones' prefill).
-        eo.step_tokens = std::max<int64_t>(eo.step_tokens, 33 * n);
-        eo.kv_type = kv;
-        eo.kv_block_tokens = o.kv_block.front();
-        eo.spec.mode = SpecMode::Off;  // batching alone: drafts would inflate random models' loops
-        Engine engine(model, tok, eo, pool);
-        engine.start();
-        std::vector<GenerationRequest> reqs;
-        for (int64_t j = 0; j < n; ++j)
-          reqs.push_back(make(32, ng, static_cast<uint32_t>(100 + j)));
-        run_engine(engine, {make(32, 4, 99)}, {});  // warm-up
-        EngineRun run = run_engine(engine, reqs, {});
-        // Decode rate: tokens after each stream's first, over the time all streams were decoding.
-        double decode_s = 0;
-        for (const auto& st : run.stats) decode_s = std::max(decode_s, st.decode_ms / 1000.0);
-        agg[i].push_back(static_cast<double>(n * (ng - 1)) / decode_s);
-      }
-    fmt::print(
-        "\nconcurrent generation (engine, prompt 32 tokens each, {} generated each; {} "
-        "interleaved round{}, median and range):\n",
-        ng, rounds, rounds > 1 ? "s" : "");
-    fmt::print("| {:>7} | {:>14} | {:>17} | {:>14} | {:>10} |\n", "streams", "aggregate t/s",
-               "range", "per stream t/s", "vs first");
-    fmt::print("| {:->7} | {:->14} | {:->17} | {:->14} | {:->10} |\n", "", "", "", "", "");
-    const double base = median(agg[0]);
-    for (size_t i = 0; i < o.concurrency.size(); ++i) {
-      const double m = median(agg[i]);
-      const auto [lo, hi] = std::minmax_element(agg[i].begin(), agg[i].end());
-      fmt::print("| {:>7} | {:>14.2f} | {:>17} | {:>14.2f} | {:>9.2f}x |\n", o.concurrency[i], m,
-                 fmt::format("{:.1f} - {:.1f}", *lo, *hi),
-                 m / static_cast<double>(o.concurrency[i]), m / base);
-    }
-  }
-  if (o.long_prompt > 0) {
-    EngineOptions eo;
-    eo.max_running = 4;
-    eo.max_seq_tokens = o.long_prompt + 64;
-    eo.step_tokens = o.step_tokens;
-    eo.kv_type = kv;
-    eo.kv_block_tokens = o.kv_block.front();
-    eo.spec.mode = SpecMode::Off;  // TTFT under a long prefill: scheduling alone
-    Engine engine(model, tok, eo, pool);
-    engine.start();
-    run_engine(engine, {make(32, 2, 98)}, {});  // warm-up
-    std::vector<double> idle;
-    for (int i = 0; i < 5; ++i)
-      idle.push_back(run_engine(engine, {make(32, 1, 50 + i)}, {}).stats[0].ttft_ms);
-    // The long prompt first; short requests arrive while its prefill is under way, 613 ms
-    // apart (not a multiple of a step, so each lands at another point of the step in flight:
-    // the wait for that step is part of what is measured).
-    constexpr int kArrivals = 8;
-    std::vector<GenerationRequest> reqs{make(o.long_prompt, 1, 7)};
-    std::vector<double> at{0.0};
-    for (int k = 0; k < kArrivals; ++k) {
-      reqs.push_back(make(32, 1, static_cast<uint32_t>(60 + k)));
-      at.push_back(200.0 + 613.0 * k);
-    }
-    const EngineRun busy = run_engine(engine, reqs, at);
-    std::vector<double> during;  // the arrivals that came before the long prompt was done
-    for (int k = 1; k <= kArrivals; ++k)
-      if (at[static_cast<size_t>(k)] < busy.stats[0].ttft_ms)
-        during.push_back(busy.stats[static_cast<size_t>(k)].ttft_ms);
-    const double idle_ttft = median(idle);
-    fmt::print("\nTTFT of a 32-token request: idle {:.1f} ms (median of 5)", idle_ttft);
-    if (during.empty()) {
-      fmt::print("; the {}-token prefill ended before the first arrival\n", o.long_prompt);
-    } else {
-      const double worst = *std::max_element(during.begin(), during.end());
-      fmt::print(
-          "; arriving during a {}-token prefill ({} arrivals, 613 ms apart) median {:.1f} ms "
-          "({:.2f}x idle), worst {:.1f} ms ({:.2f}x idle); the long prompt's own TTFT {:.1f} ms\n",
-          o.long_prompt, during.size(), median(during), median(during) / idle_ttft, worst,
-          worst / idle_ttft, busy.stats[0].ttft_ms);
-    }
-  }
+  if (!o.concurrency.empty()) bench_concurrency(o, model, tok, pool, kv);
+  if (o.long_prompt > 0) bench_ttft_under_prefill(o, model, tok, pool, kv);
 }
 
 }  // namespace
