@@ -95,7 +95,12 @@ Value repeat(Interpreter& in, const Value& a, const Value& b) {
   const Value* seq = a.is_number() ? &b : &a;
   const Value* cnt = a.is_number() ? &a : &b;
   if (!cnt->is_number() || cnt->is_float()) operand_error(in, "*", a, b);
-  const int64_t n = std::max<int64_t>(cnt->as_int(), 0);
+  int64_t n = std::max<int64_t>(cnt->as_int(), 0);
+  // An empty sequence repeats to itself: no loop of n empty appends (n can be 2^63 - 1, a
+  // hang no size check would catch).
+  if ((seq->is_string() && seq->str_ref().s.empty()) ||
+      (seq->is_list() && !seq->list_data().is_generator && seq->list_data().items.empty()))
+    n = 0;
   const Limits& limits = in.options().limits;
   if (seq->is_string()) {
     const StrData& x = seq->str_ref();

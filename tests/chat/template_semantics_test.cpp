@@ -160,6 +160,15 @@ TEST(TemplateSemantics, SpecialRangesCoverOnlyTemplateText) {
   EXPECT_EQ(trusted_mask, expect);
 }
 
+// An empty string or list times a huge count is empty at once (it used to loop 2^63 times: a
+// model's template could hang the server).
+TEST(TemplateSemantics, EmptySequencesRepeatToThemselvesAtOnce) {
+  EXPECT_EQ(render("[{{ '' * 9223372036854775807 }}]", json::object()), "[]");
+  EXPECT_EQ(render("{{ ([] * 9223372036854775807) | length }}", json::object()), "0");
+  EXPECT_EQ(render("{{ (9223372036854775807 * ()) | length }}", json::object()), "0");
+  EXPECT_EQ(render("{{ 'ab' * 3 }}{{ [1] * 2 }}", json::object()), "ababab[1, 1]");
+}
+
 TEST(TemplateSemantics, KeyOrderFollowsTheContext) {
   const json ctx = json::parse(R"({"t": {"z": 1, "a": {"y": [], "b": "é/<>&'"}}})");
   EXPECT_EQ(render("{{ t | tojson }}", ctx), R"({"z": 1, "a": {"y": [], "b": "é/<>&'"}})");
