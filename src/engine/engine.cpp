@@ -105,7 +105,6 @@ Engine::~Engine() {
   stop();
   // Sequences still here hold blocks: give them back before the cache flushes and goes.
   for (auto& s : running_) kv_.cache_finished(kv_view(*s));
-  for (auto& s : completing_) kv_.cache_finished(kv_view(*s));
 }
 
 SubmitResult Engine::submit(GenerationRequest request) {
@@ -186,32 +185,47 @@ void Engine::cancel(int64_t id) {
 }
 
 int Engine::running() const {
-  return static_cast<int>(running_.size());
+  return static_cast<int>(std::count_if(running_.begin(), running_.end(), [](const auto& s) {
+    return s->status == SeqStatus::Running;
+  }));
 }
 int Engine::queued() const {
-  return static_cast<int>(waiting_.size());
+  return count(SeqStatus::Waiting, false);
+}
+
+// Requests of `status` (Waiting or Running), at background priority or not.
+int Engine::count(SeqStatus status, bool background) const {
+  auto is = [&](const auto& s) { return s->status == status && s->background() == background; };
+  if (status == SeqStatus::Waiting)
+    return static_cast<int>(std::count_if(waiting_.begin(), waiting_.end(), is));
+  return static_cast<int>(std::count_if(running_.begin(), running_.end(), is));
+}
+
+bool Engine::any_completing() const {
+  return std::any_of(running_.begin(), running_.end(),
+                     [](const auto& s) { return s->status == SeqStatus::Completing; });
 }
 
 void Engine::take_inbox() {
   std::vector<int64_t> cancels;
   {
     std::lock_guard lock(mu_);
-    for (auto& s : inbox_) (s->req.warm ? warming_ : waiting_).push_back(std::move(s));
+    for (auto& s : inbox_) waiting_.push_back(std::move(s));
     inbox_.clear();
     cancels.swap(cancels_);
   }
-  while (static_cast<int>(warming_.size()) > std::max(0, opt_.max_warm)) {
-    finish(*warming_.front(), FinishReason::Cancelled);
-    warming_.pop_front();
-  }
+  // Too many warm requests waiting: the oldest go (a newer one is a later turn's).
+  for (int extra = count(SeqStatus::Waiting, true) - std::max(0, opt_.max_warm); extra > 0; --extra)
+    finish(**std::find_if(waiting_.begin(), waiting_.end(),
+                          [](const auto& s) { return s->live() && s->background(); }),
+           FinishReason::Cancelled);
   for (int64_t id : cancels) {
     for (auto& s : running_)
       if (s->id == id) s->cancelled = true;
     for (auto& s : waiting_)
       if (s->id == id) s->cancelled = true;
-    for (auto& s : warming_)
-      if (s->id == id) s->cancelled = true;
   }
+  sweep();
 }
 
 void Engine::finish(Sequence& s, FinishReason reason, const std::string& error) {
@@ -224,15 +238,11 @@ void Engine::finish(Sequence& s, FinishReason reason, const std::string& error) 
     draft_->sync(s.id, s.tokens);
     reason == FinishReason::Error ? draft_->drop(s.id) : draft_->release(s.id);
   }
-  if (reason == FinishReason::Error) {  // the blocks' contents are not trusted
-    kv_.free(s.id);
-  } else if (reason == FinishReason::Stop || reason == FinishReason::Length) {
-    // A finished turn is cached; its last token may need one more cache-only row.
-    s.completing = kv_.finish_turn(kv_view(s));
-  } else {
-    kv_.cache_finished(kv_view(s));
-  }
-  if (s.req.warm) {
+  const bool turn_end = reason == FinishReason::Stop || reason == FinishReason::Length;
+  release(s, reason == FinishReason::Error ? KvEnd::Discard
+             : turn_end                    ? KvEnd::Turn
+                                           : KvEnd::Cache);
+  if (s.background()) {
     record_warm(s);
     s.emit(s.out.finished(reason, error, s.stats));
     std::lock_guard lock(mu_);
@@ -254,10 +264,37 @@ void Engine::finish(Sequence& s, FinishReason reason, const std::string& error) 
   --pending_;
 }
 
+void Engine::release(Sequence& s, KvEnd how) {
+  switch (how) {
+    case KvEnd::Turn:
+      if (kv_.finish_turn(kv_view(s))) {
+        s.status = SeqStatus::Completing;
+        return;
+      }
+      break;
+    case KvEnd::Cache:
+      kv_.cache_finished(kv_view(s));
+      break;
+    case KvEnd::Discard:
+      kv_.free(s.id);
+      break;
+  }
+  s.status = SeqStatus::Finished;
+}
+
+// Takes Finished sequences out of their queues (the only place a sequence is destroyed, but
+// for the engine's own destruction).
+void Engine::sweep() {
+  auto finished = [](const auto& s) { return s->status == SeqStatus::Finished; };
+  std::erase_if(waiting_, finished);
+  std::erase_if(running_, finished);
+}
+
 // Whether `s` would match a finished reply further once that reply's last token is cached: its
 // prompt starts with all of the reply's tokens, or (text prompts) with all of its text.
 bool Engine::continues_completing(const Sequence& s) const {
-  for (const auto& c : completing_) {
+  for (const auto& c : running_) {
+    if (c->status != SeqStatus::Completing) continue;
     if (s.tokens.size() >= c->tokens.size() &&
         std::equal(c->tokens.begin(), c->tokens.end(), s.tokens.begin()))
       return true;
@@ -274,6 +311,16 @@ void Engine::preempt(Sequence& s) {
   }
   s.n_computed = 0;
   ++s.stats.preemptions;
+  requeue(s);
+}
+
+// A running sequence goes back to the front of the waiting queue (first to be admitted again).
+void Engine::requeue(Sequence& s) {
+  auto it =
+      std::find_if(running_.begin(), running_.end(), [&](const auto& r) { return r.get() == &s; });
+  s.status = SeqStatus::Waiting;
+  waiting_.push_front(std::move(*it));
+  running_.erase(it);
 }
 
 SeqView Engine::kv_view(const Sequence& s) {
@@ -343,22 +390,22 @@ SeqFacts Engine::facts(const Sequence& s) const {
           s.n_computed,
           static_cast<int64_t>(s.tokens.size()),
           s.stats.generated_tokens > 0,
-          s.completing,
+          s.status == SeqStatus::Completing,
           kv_.snapshot_stop(s.id, s.n_computed),
           s.n_draft};
 }
 
-std::vector<SeqFacts> Engine::running_facts() const {
+// The facts of the running queue's sequences of `status` (Running or Completing), in its order.
+std::vector<SeqFacts> Engine::facts_of(SeqStatus status) const {
   std::vector<SeqFacts> f;
   f.reserve(running_.size());
-  for (const auto& s : running_) f.push_back(facts(*s));
+  for (const auto& s : running_)
+    if (s->status == status) f.push_back(facts(*s));
   return f;
 }
 
 Engine::Sequence* Engine::find(int64_t id) {
   for (auto& s : running_)
-    if (s->id == id) return s.get();
-  for (auto& s : completing_)
     if (s->id == id) return s.get();
   return nullptr;
 }
@@ -370,9 +417,9 @@ bool Engine::step() {
   schedule_warm();  // a warm request gives way before the real ones are admitted...
   admit();
   schedule_warm();  // ...and one starts when there are none
-  if (running_.empty() && completing_.empty()) {
+  if (running_.empty()) {
     publish_metrics();
-    return !waiting_.empty() || !warming_.empty();
+    return !waiting_.empty();
   }
   prepare_completing();
   propose_drafts();
@@ -388,64 +435,54 @@ bool Engine::step() {
   return true;
 }
 
+// A completing reply was already answered: a cancel of it changes nothing.
 void Engine::drop_cancelled() {
-  auto drop = [&](auto& set) {
-    for (auto it = set.begin(); it != set.end();) {
-      if ((*it)->cancelled) {
-        finish(**it, FinishReason::Cancelled);
-        it = set.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  };
-  drop(running_);
-  drop(waiting_);
-  drop(warming_);
+  for (auto& s : running_)
+    if (s->cancelled && s->live()) finish(*s, FinishReason::Cancelled);
+  for (auto& s : waiting_)
+    if (s->cancelled && s->live()) finish(*s, FinishReason::Cancelled);
+  sweep();
 }
 
 // Admits what the scheduler lets in, each with its cached prefix; one that turns out longer than
 // the context fails, and makes room for the next.
+// Background requests are passed over (schedule_warm() runs them).
 void Engine::admit() {
   for (;;) {
     std::vector<WaitingFacts> front;
     const size_t room = static_cast<size_t>(std::max(0, opt_.max_running - running()));
-    for (size_t i = 0; i < std::min(room, waiting_.size()); ++i)
-      front.push_back({waiting_[i]->id, continues_completing(*waiting_[i])});
+    for (const auto& w : waiting_)
+      if (front.size() < room && w->live() && !w->background())
+        front.push_back({w->id, continues_completing(*w)});
     const size_t n = sched_.admit(front, running());
     if (n == 0) return;
     for (size_t i = 0; i < n; ++i) {
-      running_.push_back(std::move(waiting_.front()));
-      waiting_.pop_front();
-      running_.back()->admitted = admit_counter_++;
-      attach_cached_prefix(*running_.back());
-      if (static_cast<int64_t>(running_.back()->tokens.size()) >= opt_.max_seq_tokens) {
-        finish(*running_.back(), FinishReason::ContextFull, "the prompt does not fit the context");
-        running_.pop_back();
-      }
+      auto it = std::find_if(waiting_.begin(), waiting_.end(),
+                             [&](const auto& w) { return w->id == front[i].id; });
+      running_.push_back(std::move(*it));
+      waiting_.erase(it);
+      Sequence& s = *running_.back();
+      s.status = SeqStatus::Running;
+      s.admitted = admit_counter_++;
+      attach_cached_prefix(s);
+      if (static_cast<int64_t>(s.tokens.size()) >= opt_.max_seq_tokens)
+        finish(s, FinishReason::ContextFull, "the prompt does not fit the context");
     }
+    sweep();
   }
 }
 
 // The block for each completing reply's last token; a reply that finds no room caches what it
 // has and leaves.
 void Engine::prepare_completing() {
-  for (auto it = completing_.begin(); it != completing_.end();) {
-    Sequence& s = **it;
-    if (kv_.allocate_slots(s.id, s.n_computed, 1)) {
-      ++it;
-    } else {
-      kv_.cache_finished(kv_view(s));
-      it = completing_.erase(it);
-    }
-  }
+  for (auto& s : running_)
+    if (s->status == SeqStatus::Completing && !kv_.allocate_slots(s->id, s->n_computed, 1))
+      release(*s, KvEnd::Cache);
+  sweep();
 }
 
 StepPlan Engine::plan_step() {
-  std::vector<SeqFacts> completing;
-  completing.reserve(completing_.size());
-  for (const auto& s : completing_) completing.push_back(facts(*s));
-  return sched_.plan(completing, running_facts());
+  return sched_.plan(facts_of(SeqStatus::Completing), facts_of(SeqStatus::Running));
 }
 
 // Blocks for the plan, in its order; when the pool runs out, whoever the scheduler names gives
@@ -464,13 +501,14 @@ bool Engine::allocate(StepPlan& plan) {
       kv_.trim(s.id, s.n_computed + 1);  // what the failed attempt took for them
       continue;
     }
-    const Shortage shortage = Scheduler::on_shortage(running_facts(), !completing_.empty());
+    const Shortage shortage =
+        Scheduler::on_shortage(facts_of(SeqStatus::Running), any_completing());
     if (shortage.action == Shortage::Action::ContextFull) {
       Sequence& s = *find(shortage.id);
       finish(s, FinishReason::PoolFull,
              fmt::format("the KV pool holds {} tokens and this sequence needs more ({} so far)",
                          kv_.n_blocks() * kv_.block_tokens(), s.tokens.size()));
-      std::erase_if(running_, [&](const auto& r) { return r->id == shortage.id; });
+      sweep();
       return false;
     }
     give_way(shortage, plan);
@@ -482,16 +520,13 @@ bool Engine::allocate(StepPlan& plan) {
 void Engine::give_way(const Shortage& shortage, StepPlan& plan) {
   if (shortage.action == Shortage::Action::ReleaseCompleting) {
     plan.drop_completing();
-    for (auto& c : completing_) kv_.cache_finished(kv_view(*c));
-    completing_.clear();
+    for (auto& s : running_)
+      if (s->status == SeqStatus::Completing) release(*s, KvEnd::Cache);
+    sweep();
     return;
   }
-  auto victim = std::find_if(running_.begin(), running_.end(),
-                             [&](const auto& r) { return r->id == shortage.id; });
-  preempt(**victim);
+  preempt(*find(shortage.id));
   plan.drop(shortage.id);
-  waiting_.push_front(std::move(*victim));
-  running_.erase(victim);
 }
 
 std::vector<Engine::Row> Engine::resolve(const StepPlan& plan) {
@@ -511,7 +546,7 @@ bool Engine::forward(const std::vector<Row>& rows, std::vector<SeqBatch>& batch)
                        kv_.state_slot(s->id), kv_.window_table(s->id)});
     } else {
       const bool last = s->n_computed + r.n == static_cast<int64_t>(s->tokens.size()) &&
-                        !s->completing && !s->req.warm;
+                        s->status == SeqStatus::Running && !s->background();
       batch.push_back({std::span(s->tokens).subspan(static_cast<size_t>(s->n_computed),
                                                     static_cast<size_t>(r.n)),
                        s->n_computed, kv_.block_table(s->id), last ? Logits::Last : Logits::None,
@@ -526,48 +561,44 @@ bool Engine::forward(const std::vector<Row>& rows, std::vector<SeqBatch>& batch)
   try {
     fwd_.forward(batch, kv_.arena(), logits_);
   } catch (const Error& e) {
-    for (const Row& r : rows) r.s->cancelled = true;  // finished with an error below
-    for (auto& c : completing_) kv_.free(c->id);
-    completing_.clear();
-    for (auto it = running_.begin(); it != running_.end();) {
-      if ((*it)->cancelled) {
-        finish(**it, FinishReason::Error, e.what());
-        it = running_.erase(it);
-      } else {
-        ++it;
-      }
-    }
+    fail_step(rows, e.what());
     return false;
   }
   return true;
+}
+
+// A failed forward pass: its rows' sequences finish with the error and every completing reply
+// is discarded (what the pass wrote into their blocks is not trusted).
+void Engine::fail_step(const std::vector<Row>& rows, const std::string& error) {
+  for (auto& s : running_)
+    if (s->status == SeqStatus::Completing) release(*s, KvEnd::Discard);
+  for (const Row& r : rows)
+    if (r.s->status == SeqStatus::Running) finish(*r.s, FinishReason::Error, error);
+  sweep();
 }
 
 // After the forward pass: the computed tokens count, and the rows with logits sample.
 void Engine::consume(const std::vector<Row>& rows, const std::vector<SeqBatch>& batch) {
   const size_t V = static_cast<size_t>(model_.hparams().n_vocab);
   size_t row = 0;
-  std::vector<Sequence*> done;
   for (size_t i = 0; i < rows.size(); ++i) {
     Sequence& s = *rows[i].s;
-    if (s.completing) {
+    if (s.status == SeqStatus::Completing) {  // its last token is cached now
       s.n_computed += 1;
-      kv_.cache_finished(kv_view(s));
+      release(s, KvEnd::Cache);
       continue;
     }
     if (s.n_draft > 0) {
       const auto n = static_cast<size_t>(rows[i].n);
-      if (verify(s, std::span(logits_.data() + row * V, n * V))) done.push_back(&s);
+      verify(s, std::span(logits_.data() + row * V, n * V));
       row += n;
       continue;
     }
     s.n_computed += rows[i].n;
     kv_.computed(kv_view(s));  // recurrent layers: a snapshot where one is wanted
-    if (s.req.warm) {
+    if (s.background()) {
       totals_.warm_tokens += rows[i].n;
-      if (s.n_computed == static_cast<int64_t>(s.tokens.size())) {
-        finish(s, FinishReason::Length);
-        done.push_back(&s);
-      }
+      if (s.n_computed == static_cast<int64_t>(s.tokens.size())) finish(s, FinishReason::Length);
       continue;
     }
     if (rows[i].kind != StepRow::Kind::Decode) {
@@ -579,12 +610,11 @@ void Engine::consume(const std::vector<Row>& rows, const std::vector<SeqBatch>& 
     ++row;
     if (s.req.max_tokens == 0) {
       finish(s, FinishReason::Length);
-      done.push_back(&s);
-    } else if (sample(s, l)) {
-      done.push_back(&s);
+    } else {
+      sample(s, l);
     }
   }
-  retire(done);
+  sweep();
 }
 
 // Samples, emits and appends the sequence's next token; true when that finished it. `draft`: the
@@ -625,23 +655,10 @@ bool Engine::sample(Sequence& s, std::span<const float> l, const int32_t* draft)
   return true;
 }
 
-// Completing replies that cached their last token leave; sequences that finished this step
-// leave the running set, the ones still caching their last token for the completing set.
-void Engine::retire(const std::vector<Sequence*>& done) {
-  std::erase_if(completing_, [&](const auto& c) { return !kv_.holds(c->id); });
-  for (auto& r : running_)
-    if (r->completing) completing_.push_back(std::move(r));
-  std::erase_if(running_, [](const auto& r) { return r == nullptr; });
-  std::erase_if(running_, [&](const auto& r) {
-    return std::find(done.begin(), done.end(), r.get()) != done.end();
-  });
-}
-
 void Engine::publish_metrics() {
   EngineMetrics m = totals_;
-  m.running = static_cast<int>(
-      std::count_if(running_.begin(), running_.end(), [](const auto& s) { return !s->req.warm; }));
-  m.queued = static_cast<int>(waiting_.size());
+  m.running = count(SeqStatus::Running, false);
+  m.queued = count(SeqStatus::Waiting, false);
   m.kv_blocks = kv_.n_blocks();
   m.kv_blocks_free = kv_.pool().n_free();
   m.kv_bytes_per_token = kv_bytes_per_token();
@@ -684,7 +701,7 @@ void Engine::start() {
         // the conversation must find them in the cache, however long the client pauses.
         cv_.wait(lock, [&] {
           return stop_ || !inbox_.empty() || !cancels_.empty() || pending_ > 0 ||
-                 warm_pending_ > 0 || !completing_.empty();
+                 warm_pending_ > 0 || any_completing();
         });
         if (stop_) return;
       }

@@ -8,6 +8,11 @@
 // the facts, applies its plan (blocks, preemption), runs the batch and samples.
 // Every sequence's KV state (its blocks, the prefix cache, the disk tier) is the KV manager's
 // (kv/kv_manager.h): the engine asks it for room, hands it finished and preempted sequences.
+// A request's life is one status on its sequence (engine/sequence.h): Waiting in waiting_,
+// Running or Completing in running_, then Finished; finish() is its end as the client hears it,
+// release() the one way its KV state goes back, sweep() the one place it leaves its queue.
+// Next-turn warming is a request at background priority (engine_warm.cpp); drafting is a
+// property of a decoding sequence (engine_speculation.cpp).
 #pragma once
 
 #include <chrono>
@@ -133,6 +138,7 @@ class Engine {
  private:
   struct Sequence;
   struct Row;
+  enum class SeqStatus : uint8_t;
   using Clock = std::chrono::steady_clock;
 
   void take_inbox();
@@ -141,7 +147,7 @@ class Engine {
   void admit();
   void prepare_completing();
   void schedule_warm();
-  bool admit_warm(std::unique_ptr<Sequence> s);
+  bool admit_warm(Sequence& s);
   void record_warm(const Sequence& s);
   void count_warm_hits(const Sequence& s);
   void propose_drafts();
@@ -151,16 +157,27 @@ class Engine {
   void give_way(const Shortage& shortage, StepPlan& plan);
   std::vector<Row> resolve(const StepPlan& plan);
   bool forward(const std::vector<Row>& rows, std::vector<SeqBatch>& batch);
+  void fail_step(const std::vector<Row>& rows, const std::string& error);
   void consume(const std::vector<Row>& rows, const std::vector<SeqBatch>& batch);
   bool sample(Sequence& s, std::span<const float> logits, const int32_t* draft = nullptr);
   bool verify(Sequence& s, std::span<const float> logits);
-  void retire(const std::vector<Sequence*>& done);
   SeqFacts facts(const Sequence& s) const;
-  std::vector<SeqFacts> running_facts() const;
+  std::vector<SeqFacts> facts_of(SeqStatus status) const;
   Sequence* find(int64_t id);
+  int count(SeqStatus status, bool background) const;
+  bool any_completing() const;
 
+  // A request's end, as its client hears it (once), then release().
   void finish(Sequence& s, FinishReason reason, const std::string& error = "");
+  // The one way a sequence gives back its KV state, whatever its end: a finished turn is cached
+  // (and stays Completing while its last token still has to go through the model), anything
+  // else is cached as far as it was computed, or discarded when its contents are not trusted
+  // (a failed forward pass). It is then Finished, and sweep() takes it out of its queue.
+  enum class KvEnd : uint8_t { Turn, Cache, Discard };
+  void release(Sequence& s, KvEnd how);
+  void sweep();
   void preempt(Sequence& s);
+  void requeue(Sequence& s);
   bool continues_completing(const Sequence& s) const;
   // The sequence's cached state is the KV manager's (kv/kv_manager.h); these say what it reads.
   static SeqView kv_view(const Sequence& s);
@@ -183,15 +200,21 @@ class Engine {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
+  // Submitted requests the engine's thread has not taken yet (the only state shared with
+  // submit()), and cancellations.
   std::vector<std::unique_ptr<Sequence>> inbox_;
   std::vector<int64_t> cancels_;
   int64_t next_id_ = 1;
-  int pending_ = 0;  // submitted and not finished (for admission)
-
+  int pending_ = 0;       // submitted and not finished (for admission)
   int warm_pending_ = 0;  // warm requests submitted and not finished (guarded by mu_)
 
+  // Every request the engine's thread holds is in one of two queues, as its status says
+  // (engine/sequence.h): waiting_ (Waiting: in arrival order, preempted and set-aside ones at
+  // the front; background ones are passed over while any other waits) or running_ (Running and
+  // Completing). Finished ones are swept out at once.
   std::deque<std::unique_ptr<Sequence>> waiting_;
-  std::deque<std::unique_ptr<Sequence>> warming_;  // warm requests waiting, oldest first
+  std::vector<std::unique_ptr<Sequence>> running_;
+  int64_t admit_counter_ = 0;
   // What finished warm requests computed: each one's tokens and the position its computing
   // began, until a later request hits it (counted once) or it is pushed out (wasted).
   struct WarmRecord {
@@ -199,9 +222,6 @@ class Engine {
     int64_t from = 0;
   };
   std::deque<WarmRecord> warm_records_;
-  std::vector<std::unique_ptr<Sequence>> running_;
-  std::vector<std::unique_ptr<Sequence>> completing_;  // finished, last token still to cache
-  int64_t admit_counter_ = 0;
 
   std::thread thread_;
   bool stop_ = false;

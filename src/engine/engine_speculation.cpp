@@ -15,7 +15,7 @@ void Engine::draft_follows(const std::vector<Row>& rows) {
   if (!draft_) return;
   std::vector<DraftAsk> asks;
   for (const Row& r : rows)
-    if (r.kind == StepRow::Kind::Prefill && !r.s->req.warm)
+    if (r.kind == StepRow::Kind::Prefill && !r.s->background())
       asks.push_back(
           {r.s->id,
            std::span<const int32_t>(r.s->tokens)
@@ -38,7 +38,9 @@ void Engine::propose_drafts() {
     Sequence& s = *sp;
     s.drop_draft();
     const auto n_tokens = static_cast<int64_t>(s.tokens.size());
-    if (!speculate_ || s.stats.generated_tokens == 0 || s.n_computed + 1 != n_tokens) continue;
+    if (!speculate_ || s.status != SeqStatus::Running || s.stats.generated_tokens == 0 ||
+        s.n_computed + 1 != n_tokens)
+      continue;
     const int64_t k =
         std::min({s.draft_len.wanted(), s.req.max_tokens - s.stats.generated_tokens - 1,
                   opt_.max_seq_tokens - n_tokens - 1, opt_.step_tokens - 1});

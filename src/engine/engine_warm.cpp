@@ -7,43 +7,47 @@
 
 namespace hearth {
 
-// Next-turn warming runs only when nothing else does: a real request waiting, running or
-// completing sets the running warm request aside at this step boundary (what it computed goes
-// to the cache; it resumes from there later); else the oldest warm request starts, one at a
-// time.
+// Next-turn warming runs at background priority, only when nothing else does: a request of normal
+// priority waiting, running or completing sets the running warm request aside at this step
+// boundary (what it computed goes to the cache; it resumes from there later); else the oldest
+// waiting warm request starts, one at a time.
 void Engine::schedule_warm() {
-  auto warm =
-      std::find_if(running_.begin(), running_.end(), [](const auto& s) { return s->req.warm; });
-  const bool real_work =
-      !waiting_.empty() || !completing_.empty() ||
-      std::any_of(running_.begin(), running_.end(), [](const auto& s) { return !s->req.warm; });
+  auto warm = std::find_if(running_.begin(), running_.end(), [](const auto& s) {
+    return s->status == SeqStatus::Running && s->background();
+  });
+  const bool real_work = count(SeqStatus::Waiting, false) > 0 || any_completing() ||
+                         count(SeqStatus::Running, false) > 0;
   if (real_work) {
-    if (warm == running_.end()) return;
-    preempt(**warm);
-    warming_.push_front(std::move(*warm));
-    running_.erase(warm);
+    if (warm != running_.end()) preempt(**warm);
     return;
   }
-  while (warm == running_.end() && !warming_.empty()) {
-    std::unique_ptr<Sequence> s = std::move(warming_.front());
-    warming_.pop_front();
-    if (admit_warm(std::move(s))) return;
+  for (bool started = warm != running_.end(); !started;) {
+    auto next = std::find_if(waiting_.begin(), waiting_.end(),
+                             [](const auto& s) { return s->live() && s->background(); });
+    if (next == waiting_.end()) break;
+    started = admit_warm(**next);
+    if (started) {
+      running_.push_back(std::move(*next));
+      waiting_.erase(next);
+    }
   }
+  sweep();
 }
 
-// Admits a warm request when the pool's free blocks hold the rest of its prompt (it never
-// evicts cached work); otherwise it is dropped, keeping what it had computed.
-bool Engine::admit_warm(std::unique_ptr<Sequence> s) {
-  s->admitted = admit_counter_++;
-  attach_cached_prefix(*s);
-  const int64_t n = static_cast<int64_t>(s->tokens.size());
-  const int64_t held = (s->n_computed + kv_.block_tokens() - 1) / kv_.block_tokens();
+// Whether the pool's free blocks hold the rest of a warm request's prompt (it never evicts
+// cached work): then it is Running (its caller moves it); else it is dropped, keeping what it
+// had computed.
+bool Engine::admit_warm(Sequence& s) {
+  s.admitted = admit_counter_++;
+  attach_cached_prefix(s);
+  const int64_t n = static_cast<int64_t>(s.tokens.size());
+  const int64_t held = (s.n_computed + kv_.block_tokens() - 1) / kv_.block_tokens();
   const int64_t need = (n + kv_.block_tokens() - 1) / kv_.block_tokens() - held + 1;
   if (n >= opt_.max_seq_tokens || need > kv_.pool().n_free()) {
-    finish(*s, FinishReason::Cancelled);
+    finish(s, FinishReason::Cancelled);
     return false;
   }
-  running_.push_back(std::move(s));
+  s.status = SeqStatus::Running;
   return true;
 }
 

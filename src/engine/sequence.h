@@ -12,6 +12,18 @@
 
 namespace hearth {
 
+// Where a request is in its life; each status is held by one queue of the engine (engine.h).
+// Whether a running sequence is prefilling or decoding is not a status: it is what its numbers
+// say (n_computed against tokens, tokens generated), which is what the scheduler plans from.
+enum class Engine::SeqStatus : uint8_t {
+  Waiting,     // in waiting_: not admitted yet, or preempted / set aside (its cached prefix is
+               // found again on admission)
+  Running,     // in running_: prefilling or decoding
+  Completing,  // in running_: the reply ended and its client has heard so; its last token still
+               // goes through the model, as a cache-only row, so the next turn finds all of it
+  Finished,    // its KV state is given back (release()); swept out of its queue
+};
+
 struct Engine::Sequence {
   int64_t id = 0;
   GenerationRequest req;
@@ -22,9 +34,9 @@ struct Engine::Sequence {
   std::string text;
   std::vector<uint32_t> text_ends;
   size_t n_lead = 0;  // tokens added before the prompt text (BOS)
+  SeqStatus status = SeqStatus::Waiting;
   bool admitted_once = false;
-  bool completing = false;  // finished; its last token still goes through the model for the cache
-  SequenceOutput out;       // sampling, detokenizing, stop strings, events
+  SequenceOutput out;  // sampling, detokenizing, stop strings, events
   RequestStats stats;
   Clock::time_point submitted, first_token;
   bool scheduled_once = false;
@@ -39,6 +51,10 @@ struct Engine::Sequence {
   Sequence(GenerationRequest r, const Tokenizer& t, const VocabAccess& v,
            std::shared_ptr<const TokenTrie> trie, int draft_max)
       : req(std::move(r)), out(req, t, v, std::move(trie)), draft_len(draft_max) {}
+  // Next-turn warming (GenerationRequest::warm) runs at background priority: only while no other
+  // request waits, runs or completes (engine_warm.cpp).
+  bool background() const { return req.warm; }
+  bool live() const { return status == SeqStatus::Waiting || status == SeqStatus::Running; }
   void drop_draft() {
     n_draft = 0;
     verify_row.clear();

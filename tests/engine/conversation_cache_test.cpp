@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
@@ -201,6 +202,27 @@ TEST_F(ConversationCache, RequestArrivingAsTheReplyFinishesStillHits) {
   const Turn c = resend.wait();
   EXPECT_EQ(b.stats.cached_tokens, a.total());
   EXPECT_EQ(c.stats.cached_tokens, a.stats.prompt_tokens - 1);
+}
+
+// A cancel that arrives after the reply finished (a client hanging up as the last event comes)
+// finds the request completing: it changes nothing, and the next turn finds the whole reply.
+TEST_F(ConversationCache, ACancelWhileTheReplyCompletesChangesNothing) {
+  const std::string p1 = kSystem + user_turn("Name three colours.");
+  Waiter first, second;
+  std::atomic<int64_t> first_id{-1};
+  std::string p2;
+  first.on_finished = [&] {
+    engine_->cancel(first_id.load());
+    p2 = continued(p1, first.turn, "And three more.");
+    EXPECT_TRUE(engine_->submit(text_request(p2, 8, second)).ok());
+  };
+  const SubmitResult r = engine_->submit(text_request(p1, 12, first));
+  ASSERT_TRUE(r.ok());
+  first_id.store(r.id);
+  const Turn a = first.wait();
+  const Turn b = second.wait();
+  EXPECT_EQ(b.stats.cached_tokens, a.total());
+  EXPECT_GT(b.stats.generated_tokens, 0);
 }
 
 // Token events always carry a generated id; text held back to the end (an incomplete UTF-8
