@@ -106,4 +106,20 @@ class DiskTier {
   std::thread writer_;
 };
 
+// The one least-recently-used trim of every disk tier the cache keeps (blocks, and each layer
+// kind's): while `disk` is over its budget, the entry used longest ago of those `candidates()`
+// lists (the entries held only on disk, each as {last use, entry}; the first listed among
+// equals) is dropped with its file by `drop(entry)`. Stops when none is left.
+template <class Candidates, class Drop>
+void trim_lru(DiskTier& disk, Candidates&& candidates, Drop&& drop) {
+  while (disk.bytes() > disk.max_bytes()) {
+    const auto all = candidates();
+    if (all.empty()) return;
+    auto oldest = all.begin();
+    for (auto it = all.begin(); it != all.end(); ++it)
+      if (it->first < oldest->first) oldest = it;
+    drop(oldest->second);
+  }
+}
+
 }  // namespace hearth

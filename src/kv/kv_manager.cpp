@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "kv/snapshot_store.h"
+#include "kv/window_store.h"
 #include "model/forward.h"
 #include "util/error.h"
 #include "util/system.h"
@@ -104,8 +106,19 @@ KvManager::KvManager(const KvGeometry& geometry, size_t budget_bytes, const KvCa
           cache.dir, fmt::format("{}-window-l{}", identity, geometry_.n_window_layer),
           window_pool_->arena().block_stride(), share);
   }
-  cache_ = std::make_unique<PrefixCache>(pool_, disk_.get(), &states_, state_disk_.get(),
-                                         window_pool_.get(), geometry_.n_swa, window_disk_.get());
+  // One store per kind of layer besides full attention (kv/layer_store.h), owned by the cache.
+  std::vector<std::unique_ptr<LayerStore>> stores;
+  if (recurrent()) {
+    auto s = std::make_unique<SnapshotStore>(states_, state_disk_.get());
+    snapshots_ = s.get();
+    stores.push_back(std::move(s));
+  }
+  if (window_pool_) {
+    auto s = std::make_unique<WindowStore>(*window_pool_, geometry_.n_swa, window_disk_.get());
+    windows_ = s.get();
+    stores.push_back(std::move(s));
+  }
+  cache_ = std::make_unique<PrefixCache>(pool_, disk_.get(), std::move(stores));
   cache_->set_write_through(cache.write_through);
 }
 
@@ -199,7 +212,7 @@ std::optional<int32_t> KvManager::allocate_block() {
 
 std::optional<int32_t> KvManager::allocate_window_block() {
   std::optional<int32_t> b = window_pool_->allocate();
-  while (!b && cache_ && cache_->evict_window_one()) b = window_pool_->allocate();
+  while (!b && windows_ && windows_->evict_one()) b = window_pool_->allocate();
   return b;
 }
 
@@ -363,13 +376,13 @@ void KvManager::cache_path(const SeqView& s, bool anchor) {
 void KvManager::snapshot(const SeqView& s, int32_t working, bool anchor) {
   if (!recurrent() || working < 0 || s.n_computed <= 0) return;
   const auto path = s.tokens.first(static_cast<size_t>(s.n_computed));
-  if (!cache_->wants_snapshot(path, anchor)) return;
+  if (!snapshots_->wants(path, anchor)) return;
   std::optional<int32_t> slot = states_.allocate_snapshot();
   // An interval snapshot never pushes out an anchor: it is skipped when only anchors are left.
-  while (!slot && cache_->evict_snapshot(!anchor)) slot = states_.allocate_snapshot();
+  while (!slot && snapshots_->evict(!anchor)) slot = states_.allocate_snapshot();
   if (!slot) return;
   states_.copy(*slot, working);
-  cache_->add_snapshot(path, *slot, anchor);
+  snapshots_->add(path, *slot, anchor);
 }
 
 void KvManager::cache_finished(const SeqView& s) {
@@ -394,7 +407,8 @@ void KvManager::insert(const SeqView& s, const std::vector<int32_t>& blocks,
   const auto n = static_cast<size_t>(s.n_computed);
   TokenText text;
   if (!s.text.ends.empty() && s.text.ends.size() >= n) text = {s.text.text, s.text.ends.first(n)};
-  cache_->insert(s.tokens.first(n), blocks, text, window);
+  const std::vector<CacheNode*> nodes = cache_->insert(s.tokens.first(n), blocks, text);
+  if (windows_) windows_->adopt(nodes, window);
 }
 
 // Hands the sequence's blocks to the prefix cache (which keeps the computed tokens and frees
@@ -442,7 +456,7 @@ int64_t KvManager::cache_only_blocks() const {
 }
 
 int64_t KvManager::cache_only_window_blocks() const {
-  return cache_ && window_pool_ ? cache_->reclaimable_window_blocks() : 0;
+  return windows_ ? windows_->reclaimable() : 0;
 }
 
 std::optional<PrefixCacheStats> KvManager::cache_stats() const {

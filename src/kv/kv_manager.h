@@ -112,6 +112,9 @@
 
 namespace hearth {
 
+class SnapshotStore;
+class WindowStore;
+
 // The KV geometry of a model at a KV type: the block layout, bytes per token, the budget.
 struct KvGeometry {
   ops::KvLayout layout;
@@ -306,6 +309,8 @@ class KvManager {
   std::unique_ptr<DiskTier> state_disk_;   // hybrid models: the snapshots' files
   std::unique_ptr<DiskTier> window_disk_;  // sliding-window layers: the window blocks' files
   std::unique_ptr<PrefixCache> cache_;
+  SnapshotStore* snapshots_ = nullptr;  // hybrid models: the cache's recurrent-state snapshots
+  WindowStore* windows_ = nullptr;      // sliding-window layers: the cache's window blocks
   std::unordered_map<int64_t, SeqKvState> seqs_;
 };
 

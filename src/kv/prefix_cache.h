@@ -20,34 +20,15 @@
 // Exactness: K/V of position p depends only on tokens [0, p] (causal attention) and the forward
 // pass is batch- and chunk-invariant, so reused K/V is bit-identical to recomputed K/V.
 //
-// Recurrent layers (hybrid models, given a StatePool): their state cannot be trimmed back to an
-// earlier position, so a path also holds state snapshots at token positions. A snapshot at
-// position p (the state after tokens [0, p)) lives on the node holding token p-1 and owns one
-// slot of the state pool; it is usable while that node is in the tree (its blocks resident or
-// on disk), and goes with the node. A match on such a cache is cut back to the last snapshot at
-// or before its end (position 0: nothing restored) and the snapshot is copied into the caller's
-// slot, so a hit resumes exactly where the snapshot was taken. Snapshots are evicted on their
-// own (evict_snapshot): least-recently-used first, interval snapshots before anchors (the ends of
-// prompts, replies and branch points, where conversations continue). With a disk tier for
-// snapshots, an evicted snapshot is written out and stays in the tree to be read back on a hit
-// (restored straight into the caller's slot), every snapshot is written at shutdown, and a
-// restart finds them on the paths it rebuilds; a file that cannot be read back is dropped and
-// the match cut back further.
-//
-// Sliding-window layers (gemma3, given a window pool): their K/V lives in window blocks, which a
-// running sequence frees once they slide out of its window (kv/kv_manager.h), so a cached path
-// holds window blocks only where a sequence still held them when it was cached: at the tail of
-// each cached prompt and reply. A node may hold one window block (the same positions as its
-// block). A match ending at p is usable only if every window block that positions
-// [p - n_swa + 1, p) fall in is on the path (p = 0 always is): the match is cut back to the
-// largest such p (composed with the snapshot cut-back on a model with both), and the caller gets
-// those window blocks (shared, or copied where it will write next) and -1 for the blocks before
-// its window. Window blocks are evicted on their own pool's pressure, least-recently-used first
-// (evict_window_one); a node that loses its block (evicted to disk, or removed) loses its window
-// block too. With a disk tier for window blocks (beside the blocks'), a window block holding all
-// of its node's tokens is written out when it is evicted (or its node's block is), stays in the
-// tree as on disk and counts as cached (read back on a hit), is written at shutdown and found
-// again on restart; one that cannot be read back is dropped and the match given up (recomputed).
+// Where each kind of layer's cached state lives (one store per kind, kv/layer_store.h):
+//  - attention layers: the paged blocks on this tree's nodes (CacheNode::block), evicted to the
+//    blocks' disk tier (the tree's own kind: every other kind hangs off the positions it defines);
+//  - recurrent layers (hybrid models): state snapshots in SnapshotStore (kv/snapshot_store.h),
+//    per node, in slots of the state pool and files of their own disk tier;
+//  - sliding-window layers (gemma3): window blocks in WindowStore (kv/window_store.h), per node,
+//    in the window pool and files of their own disk tier.
+// The tree tells each store what it does (a match, an insert, a node losing its block or
+// leaving, shutdown), and a store may cut a match back to where its state lets it end.
 #pragma once
 
 #include <cstdint>
@@ -61,11 +42,12 @@
 #include <vector>
 
 #include "kv/block_pool.h"
+#include "kv/layer_store.h"
 
 namespace hearth {
 
 class DiskTier;
-class StatePool;
+struct DiskEntry;
 
 // Per-token text for a token path: token i stands for text[ends[i-1], ends[i]) (ends[-1] = 0).
 struct TokenText {
@@ -120,28 +102,26 @@ struct PrefixCacheStats {
   int64_t evictions = 0;  // blocks taken from memory (to disk, or dropped)
   int64_t resident_blocks = 0;
   int64_t nodes = 0;
-  // Recurrent caches.
+  int64_t cut_tokens = 0;  // matched tokens given up for want of another kind's state
+  // Recurrent caches (kv/snapshot_store.h).
   int64_t snapshots = 0;  // held now
   int64_t snapshots_inserted = 0;
   int64_t snapshot_evictions = 0;
   int64_t snapshot_hits = 0;       // matches that restored a snapshot
   int64_t snapshot_disk_hits = 0;  // of them, read back from the disk tier
   int64_t snapshots_on_disk = 0;   // held only on disk now
-  int64_t cut_tokens = 0;          // matched tokens given up for want of a snapshot or window
-  // Window caches.
+  // Window caches (kv/window_store.h).
   int64_t window_blocks = 0;  // held now
   int64_t window_evictions = 0;
 };
 
 class PrefixCache {
  public:
-  // `states`: the recurrent-state pool of a hybrid model (snapshots), null otherwise;
-  // `state_disk`: the snapshots' disk tier (files of one slot each), beside `disk`.
-  // `window`: the window blocks of a model with sliding-window layers (window n_swa tokens).
-  // `window_disk`: the window blocks' disk tier, beside `disk`.
-  PrefixCache(BlockPool& pool, DiskTier* disk = nullptr, StatePool* states = nullptr,
-              DiskTier* state_disk = nullptr, BlockPool* window = nullptr, int64_t n_swa = 0,
-              DiskTier* window_disk = nullptr);
+  // `disk`: the blocks' disk tier (null: none). `stores`: what the cache keeps for the model's
+  // other kinds of layer (kv/layer_store.h), each bound to this tree; none for a plain
+  // attention model.
+  explicit PrefixCache(BlockPool& pool, DiskTier* disk = nullptr,
+                       std::vector<std::unique_ptr<LayerStore>> stores = {});
   ~PrefixCache();
   PrefixCache(const PrefixCache&) = delete;
   PrefixCache& operator=(const PrefixCache&) = delete;
@@ -161,35 +141,21 @@ class PrefixCache {
   // sharing the cache folder wrote), up to `max_tokens` tokens in all, when that makes it longer
   // (a match ending inside a block is then cut back to the boundary first). match() does this
   // itself; this is for a match made by text. Plain attention caches only (the files carry no
-  // recurrent snapshots or window blocks).
+  // other kind's state).
   void extend_from_disk(PrefixMatch& m, std::span<const int32_t> tokens, int64_t max_tokens);
-
-  // Recurrent caches: whether `tokens` is a cached path (all of it) without a snapshot at its
-  // end, i.e. whether add_snapshot() would keep one there. With `anchor`, a snapshot already
-  // there becomes an anchor.
-  bool wants_snapshot(std::span<const int32_t> tokens, bool anchor = false);
-  // Takes over snapshot `slot`: the state after `tokens`, kept at the end of their cached path
-  // (an anchor: evicted after interval snapshots). Released when the path is not cached or
-  // already has one there.
-  void add_snapshot(std::span<const int32_t> tokens, int32_t slot, bool anchor);
-  // Frees one snapshot slot: the least-recently-used interval snapshot, else anchor; false when
-  // the cache holds none.
-  // `intervals_only`: anchors stay (false when no interval snapshot is in memory).
-  bool evict_snapshot(bool intervals_only = false);
 
   // Adds a sequence's computed tokens and takes over its references to `blocks` (which cover
   // them): a block whose tokens are already cached is released, the rest become nodes. `text`
-  // (optional: empty ends) is the per-token text of `tokens`.
-  // `window` (window caches): the sequence's window table, whose references (entries >= 0) are
-  // taken over too.
-  void insert(std::span<const int32_t> tokens, std::span<const int32_t> blocks,
-              const TokenText& text = {}, std::span<const int32_t> window = {});
+  // (optional: empty ends) is the per-token text of `tokens`. Returns the node each kept block
+  // is at, in order (fewer than `blocks` where the rest was not kept), for the stores to hang
+  // the sequence's state of other layer kinds on.
+  std::vector<CacheNode*> insert(std::span<const int32_t> tokens, std::span<const int32_t> blocks,
+                                 const TokenText& text = {});
 
   // Frees one pool block by evicting the least-recently-used unused leaf; false when none.
   bool evict_one();
-  // Frees one window block: the least-recently-used one only the cache holds; false when none.
-  bool evict_window_one();
-  // Writes every resident block not yet on disk (shutdown); no-op without a disk tier.
+  // Writes every resident block not yet on disk, and each store's state (shutdown); no-op
+  // without disk tiers.
   void flush_to_disk();
   // With a disk tier: also write each whole block as soon as it is cached (a --cache-dir shared
   // by several servers: the others, or this one after a crash, find it without waiting for an
@@ -199,19 +165,17 @@ class PrefixCache {
   PrefixCacheStats stats() const;
   // Blocks referenced only by the cache (reclaimable).
   int64_t reclaimable_blocks() const;
-  int64_t reclaimable_window_blocks() const;
+
+  // For the stores: the tree's geometry and nodes.
+  int64_t block_tokens() const { return pool_.block_tokens(); }
+  CacheNode& root() const { return *root_; }
+  // The node holding the last of `tokens` when all of them are a cached path, with how many of
+  // its tokens they use; {nullptr, 0} otherwise.
+  PathStep find_path(std::span<const int32_t> tokens) const;
 
  private:
-  struct Node;
-  struct Step {
-    Node* node;
-    int64_t used;  // tokens of the node used by the match
-  };
-
-  struct Snapshot;
-
-  // May a match end after `step` (at global position `end`)?
-  using MayEnd = std::function<bool(const Step& step, int64_t end)>;
+  using Node = CacheNode;
+  using Step = PathStep;
 
   // A text prompt's match below `node` (its tokens from `pos`, its text from `off`): the path
   // (appended to `path`) that matches the most tokens. Whole blocks matched by text are
@@ -226,46 +190,28 @@ class PrefixCache {
   };
   int64_t match_text_below(const Node* node, int64_t pos, size_t off, const TextQuery& q,
                            int& branches, std::vector<Step>& path) const;
-  PrefixMatch take(const std::vector<Step>& path);
-  PrefixMatch take_restoring(std::vector<Step>& path, int32_t state_slot, const MayEnd& may_end);
-  Snapshot* cut_to_snapshot(std::vector<Step>& path, const MayEnd& may_end);
-  Step find_path(std::span<const int32_t> tokens) const;
+  void take(const CachePath& path, PrefixMatch& m);
+  PrefixMatch take_restoring(CachePath& path, int32_t state_slot, const MayEnd& may_end);
+  void cut_to_end(CachePath& path, const MayEnd& may_end);
+  void give_up(PrefixMatch& m);
   Node* probe_disk(Node* parent, std::span<const int32_t> block_tokens);
   void cut_match(PrefixMatch& m, int64_t n);
-  bool restore(Node& n, Snapshot& s, int32_t state_slot);
-  void spill(Node& n, Snapshot& s);
-  void erase_snapshot(Node* n, size_t i);
-  void trim_snapshot_disk();
-  void adopt_disk_snapshots();
-  void flush_snapshots();
-  void drop_snapshots(Node* n);
-  bool window_covered(const std::vector<Step>& path, const Step& last, int64_t end) const;
-  void cut_to_window(std::vector<Step>& path, const MayEnd& may_end);
-  void take_windows(const std::vector<Step>& path, PrefixMatch& m);
-  void adopt_window(Node* n, int32_t window_block, int64_t used);
-  void drop_window(Node* n);
-  void evict_window(Node* n);
-  bool load_window(Node& n);
-  void trim_window_disk();
-  void adopt_disk_windows();
-  void flush_windows();
+  Node* add_node(Node* parent, std::span<const int32_t> chunk, int32_t block, const TokenText& text,
+                 size_t pos);
+  void supersede(Node* parent, Node& n);
   bool load_from_disk(Node& n);
+  void trim_disk();
   void touch(Node* n);
   void remove(Node* n);
   void adopt_disk_nodes();
+  Node* adopt_entry(Node* parent, DiskEntry&& e);
 
   BlockPool& pool_;
   DiskTier* disk_;
   bool write_through_ = false;
   std::unique_ptr<Node> root_;
-  StatePool* states_;
-  DiskTier* state_disk_;
+  std::vector<std::unique_ptr<LayerStore>> stores_;
   std::unordered_set<Node*> resident_;  // nodes holding a block
-  std::unordered_set<Node*> snapped_;   // nodes holding snapshots
-  BlockPool* window_;                   // window caches: the window blocks; null otherwise
-  int64_t n_swa_;
-  DiskTier* window_disk_;
-  std::unordered_set<Node*> windowed_;  // nodes holding a window block
   uint64_t tick_ = 0;
   PrefixCacheStats stats_;
 };

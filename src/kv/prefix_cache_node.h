@@ -1,6 +1,6 @@
-// The prefix cache's tree nodes and snapshots, shared by its two source files (prefix_cache.cpp:
-// the tree, matching, blocks and their disk tier; prefix_cache_snapshots.cpp: recurrent-state
-// snapshots). Internal to kv/.
+// The prefix cache's tree nodes, shared by the tree (kv/prefix_cache.cpp) and the stores of the
+// other layer kinds (kv/layer_store.h), which keep their own per-node data keyed by node.
+// Internal to kv/.
 #pragma once
 
 #include <algorithm>
@@ -14,18 +14,10 @@
 
 namespace hearth {
 
-struct PrefixCache::Snapshot {
-  int64_t used = 0;     // the state after the node's first `used` tokens (1..block_tokens)
-  int32_t slot = -1;    // in the state pool, owned by the cache; -1: on disk only
-  bool anchor = false;  // the end of a prompt, reply or branch: evicted after interval ones
-  uint64_t last_used = 0;
-  bool on_disk = false;  // a valid copy is on the snapshots' disk tier (or queued)
-  uint64_t hash = 0;     // chain hash of the path up to it: its file's name
-};
-
-struct PrefixCache::Node {
-  Node* parent = nullptr;
-  std::vector<std::unique_ptr<Node>> children;
+// One block's positions: the tokens, their text, and the attention block holding their K/V.
+struct CacheNode {
+  CacheNode* parent = nullptr;
+  std::vector<std::unique_ptr<CacheNode>> children;
   std::vector<int32_t> tokens;  // 1..block_tokens; fewer only in a leaf
   bool has_text = false;
   std::string text;
@@ -34,13 +26,6 @@ struct PrefixCache::Node {
   bool on_disk = false;        // a valid copy is on disk (or queued)
   uint64_t hash = kChainRoot;  // chain hash through this node
   uint64_t last_used = 0;
-  std::vector<Snapshot> snaps;  // recurrent caches: states at positions inside this node
-  int32_t window_block = -1;    // window caches: the same positions' window block (-1: none)
-  int64_t window_used = 0;      // holding the K/V of the node's first window_used tokens
-  bool window_on_disk = false;  // a window block of all its tokens is on the window disk tier
-  bool window_covers(int64_t needed) const {
-    return (window_block >= 0 && window_used >= needed) || window_on_disk;
-  }
 
   uint32_t text_begin(size_t i) const { return i == 0 ? 0 : ends[i - 1]; }
   // Takes this node's slice of a path's per-token text, starting at the path's token `pos`.
@@ -53,12 +38,33 @@ struct PrefixCache::Node {
     for (size_t i = 0; i < len; ++i) ends[i] = path.ends[pos + i] - b0;
   }
   DiskEntry disk_entry() const { return {hash, parent->hash, tokens, has_text, text, ends}; }
+  // The entry of another kind's file for this node's first `used` tokens (no text).
+  DiskEntry state_entry(int64_t used) const {
+    return {chain_hash(parent->hash, std::span(tokens).first(static_cast<size_t>(used))),
+            parent->hash,
+            {tokens.begin(), tokens.begin() + used},
+            false,
+            {},
+            {}};
+  }
   bool has_resident_child() const {
     for (const auto& c : children)
       if (c->block >= 0) return true;
     return false;
   }
 };
+
+// Every node under `root` and itself, depth first (the last child first).
+template <class F>
+void for_each_node(CacheNode& root, F&& f) {
+  std::vector<CacheNode*> stack = {&root};
+  while (!stack.empty()) {
+    CacheNode* n = stack.back();
+    stack.pop_back();
+    for (const auto& c : n->children) stack.push_back(c.get());
+    f(n);
+  }
+}
 
 inline size_t common_prefix(std::span<const int32_t> a, std::span<const int32_t> b) {
   const size_t n = std::min(a.size(), b.size());

@@ -14,6 +14,7 @@
 #include "kv/kv_manager.h"
 #include "kv/kv_test_util.h"
 #include "kv/prefix_cache.h"
+#include "kv/window_store.h"
 
 namespace hearth {
 namespace {
@@ -220,15 +221,31 @@ TEST(WindowKv, EvictedWindowBlocksComeBackFromDisk) {
     t.push_back(1);
     return t;
   };
-  auto insert = [&](PrefixCache& cache, const std::vector<int32_t>& t) {
+  // The cache with its window store (which it owns), as the KV manager builds it.
+  struct Cache {
+    WindowStore* windows;
+    PrefixCache cache;
+    Cache(BlockPool& main, DiskTier& disk, std::unique_ptr<WindowStore> store)
+        : windows(store.get()), cache(main, &disk, stores(std::move(store))) {}
+    static std::vector<std::unique_ptr<LayerStore>> stores(std::unique_ptr<WindowStore> s) {
+      std::vector<std::unique_ptr<LayerStore>> v;
+      v.push_back(std::move(s));
+      return v;
+    }
+  };
+  auto open = [&] {
+    return std::make_unique<Cache>(main, disk,
+                                   std::make_unique<WindowStore>(window, kWindow, &window_disk));
+  };
+  auto insert = [&](Cache& c, const std::vector<int32_t>& t) {
     std::vector<int32_t> blocks, windows;
     for (int i = 0; i < 3; ++i) {
       blocks.push_back(*main.allocate());
       auto w = window.allocate();
-      while (!w && cache.evict_window_one()) w = window.allocate();
+      while (!w && c.windows->evict_one()) w = window.allocate();
       windows.push_back(*w);
     }
-    cache.insert(t, blocks, {}, windows);
+    c.windows->adopt(c.cache.insert(t, blocks), windows);
   };
   auto release = [&](PrefixMatch& m) {
     for (int32_t x : m.blocks) main.release(x);
@@ -236,17 +253,18 @@ TEST(WindowKv, EvictedWindowBlocksComeBackFromDisk) {
       if (x >= 0) window.release(x);
   };
   {
-    PrefixCache cache(main, &disk, nullptr, nullptr, &window, kWindow, &window_disk);
-    insert(cache, a);
-    insert(cache, b);                                                   // the window pool is full
-    for (int i = 0; i < 3; ++i) ASSERT_TRUE(cache.evict_window_one());  // a's go to disk
+    const std::unique_ptr<Cache> opened = open();
+    PrefixCache& cache = opened->cache;
+    insert(*opened, a);
+    insert(*opened, b);  // the window pool is full
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(opened->windows->evict_one());  // a's go to disk
     EXPECT_EQ(cache.stats().window_blocks, 3);
     PrefixMatch m = cache.match(ask(a), 12);  // read back
     EXPECT_EQ(m.n_tokens(), 12);
     EXPECT_EQ(m.window_blocks.size(), 3u);
     for (int32_t w : m.window_blocks) EXPECT_GE(w, 0);
     release(m);
-    for (int i = 0; i < 3; ++i) ASSERT_TRUE(cache.evict_window_one());  // b's, used longest ago
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(opened->windows->evict_one());  // b's, used longest ago
     window_disk.flush();
     int corrupted = 0;
     for (const auto& f : std::filesystem::recursive_directory_iterator(dir))
@@ -261,11 +279,12 @@ TEST(WindowKv, EvictedWindowBlocksComeBackFromDisk) {
     m = cache.match(ask(a), 12);  // a's are in memory
     EXPECT_EQ(m.n_tokens(), 12);
     release(m);
-    insert(cache, c);  // written at shutdown
+    insert(*opened, c);  // written at shutdown
   }
   EXPECT_EQ(window.n_free(), window.n_blocks());
   EXPECT_EQ(main.n_free(), main.n_blocks());
-  PrefixCache restarted(main, &disk, nullptr, nullptr, &window, kWindow, &window_disk);
+  const std::unique_ptr<Cache> reopened = open();
+  PrefixCache& restarted = reopened->cache;
   PrefixMatch m = restarted.match(ask(c), 12);
   EXPECT_EQ(m.n_tokens(), 12);
   EXPECT_EQ(m.window_blocks.size(), 3u);
