@@ -17,7 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string body(reinterpret_cast<const char*>(data + 1), size - 1);
   using namespace hearth::server;
   try {
-    const nlohmann::json j = parse_json_body(body);
+    const nlohmann::ordered_json j = parse_json_body(body);
     hearth::VocabAccess vocab;
     vocab.n_vocab = 32000;
     vocab.token_piece = [](int32_t) { return std::string("x"); };

@@ -114,19 +114,10 @@ const char* prompt_param(Api api) {
   return api == Api::ChatCompletions ? "messages" : "prompt";
 }
 
-ParsedRequest parse_request(Api api, const json& body, const VocabAccess& vocab) {
+ParsedRequest parse_request(Api api, const nlohmann::ordered_json& body, const VocabAccess& vocab) {
   return api == Api::ChatCompletions ? parse_chat_request(body, vocab)
          : api == Api::Completions   ? parse_completions_request(body, vocab)
                                      : parse_llama_completion_request(body, vocab);
-}
-
-// Templates see objects in the order the client wrote them (tojson of tools, arguments).
-void keep_client_order(ParsedRequest& pr, const std::string& raw_body) {
-  const auto ordered = nlohmann::ordered_json::parse(raw_body);
-  pr.messages_json = ordered["messages"];
-  if (auto t = ordered.find("tools"); t != ordered.end()) pr.tools = *t;
-  if (auto k = ordered.find("chat_template_kwargs"); k != ordered.end())
-    pr.chat_template_kwargs = *k;
 }
 
 bool ended_in_error(FinishReason r) {
@@ -180,10 +171,8 @@ std::unique_ptr<Responder> make_responder(Api api, ReplySettings settings,
 void Server::Impl::handle_generation(Api api, const httplib::Request& http_req,
                                      httplib::Response& res) {
   require_ready();
-  const json body = parse_json_body(http_req.body);
-  ParsedRequest pr = parse_request(api, body, vocab);
+  ParsedRequest pr = parse_request(api, parse_json_body(http_req.body), vocab);
   const ModelInfo& served = check_model(pr.model);
-  if (api == Api::ChatCompletions) keep_client_order(pr, http_req.body);
   std::unique_ptr<ToolCallReader> tools;
   if (api == Api::ChatCompletions) tools = plan_tool_use(pr, tool_format);
   BuiltPrompt bp = build_prompt(pr, *tok, model.n_ctx, *formatter);

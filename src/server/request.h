@@ -79,16 +79,19 @@ struct ParsedRequest {
   int32_t id_slot = -1;
 };
 
-// Parses a body into JSON; 400 invalid_json (with the parser's position) or not_an_object.
-nlohmann::json parse_json_body(const std::string& body);
+// Parses a body into JSON, in the client's key order; 400 invalid_json (with the parser's
+// position) or not_an_object.
+nlohmann::ordered_json parse_json_body(const std::string& body);
 
 // Each parses a body once into typed values (the sampler chain included), throwing ApiError
 // (400, naming the field) for what it refuses. `vocab` reads logit_bias keys (token ids are
 // checked against it, text keys are tokenized); without one (tests, the fuzzer) ids are not
 // range-checked and text keys are refused.
-ParsedRequest parse_chat_request(const nlohmann::json& body, const VocabAccess& vocab = {});
-ParsedRequest parse_completions_request(const nlohmann::json& body, const VocabAccess& vocab = {});
-ParsedRequest parse_llama_completion_request(const nlohmann::json& body,
+// The template-facing values (messages, tools, chat_template_kwargs) keep the body's key order.
+ParsedRequest parse_chat_request(const nlohmann::ordered_json& body, const VocabAccess& vocab = {});
+ParsedRequest parse_completions_request(const nlohmann::ordered_json& body,
+                                        const VocabAccess& vocab = {});
+ParsedRequest parse_llama_completion_request(const nlohmann::ordered_json& body,
                                              const VocabAccess& vocab = {});
 
 // The sampler settings a request starts from, the same on every route: llama-server's

@@ -15,6 +15,8 @@
 
 namespace hearth::server {
 
+using nlohmann::ordered_json;
+
 using nlohmann::json;
 
 namespace {
@@ -258,15 +260,18 @@ void parse_openai_max_tokens(const json& b, ParsedRequest& r) {
 
 }  // namespace
 
-json parse_json_body(const std::string& body) {
+// Parsed once, in the client's key order: the chat template sees objects as they were written
+// (tojson of tools, of tool-call arguments); the typed reads below take a sorted copy.
+ordered_json parse_json_body(const std::string& body) {
   if (!json_depth_ok(body))
     throw ApiError(
         400, fmt::format("the body nests arrays and objects deeper than {} levels", kMaxJsonDepth),
         "invalid_request_error", "body", "invalid_json");
-  json j;
+  ordered_json j;
   try {
-    j = json::parse(body);
-  } catch (const json::exception& e) {  // parse_error, and out_of_range for numbers like 1e400
+    j = ordered_json::parse(body);
+  } catch (
+      const ordered_json::exception& e) {  // parse_error, and out_of_range for numbers like 1e400
     throw ApiError(400, fmt::format("the body is not valid JSON: {}", e.what()),
                    "invalid_request_error", "body", "invalid_json");
   }
@@ -280,7 +285,8 @@ SamplerParams request_sampler_defaults() {
   return SamplerParams{};
 }
 
-ParsedRequest parse_chat_request(const json& b, const VocabAccess& vocab) {
+ParsedRequest parse_chat_request(const ordered_json& body, const VocabAccess& vocab) {
+  const json b = body;
   ParsedRequest r;
   r.api = Api::ChatCompletions;
   refuse_unsupported(b);
@@ -288,7 +294,7 @@ ParsedRequest parse_chat_request(const json& b, const VocabAccess& vocab) {
   parse_sampling(b, vocab, false, r);
   parse_openai_max_tokens(b, r);
   r.messages = parse_messages(b);
-  r.messages_json = nlohmann::ordered_json::parse(b["messages"].dump());
+  r.messages_json = body.at("messages");
   if (auto v = get_bool(b, "logprobs")) r.logprobs = *v;
   if (auto v = get_int(b, "top_logprobs")) {
     r.top_logprobs = static_cast<int32_t>(in_range("top_logprobs", *v, 0, 20));
@@ -299,10 +305,10 @@ ParsedRequest parse_chat_request(const json& b, const VocabAccess& vocab) {
     if (!v->is_object()) wrong_type("chat_template_kwargs", "an object", *v);
     // The one kwarg hearth itself reads (reasoning on or off); the rest are the template's.
     get_bool(*v, "enable_thinking", "chat_template_kwargs.enable_thinking");
-    r.chat_template_kwargs = nlohmann::ordered_json::parse(v->dump());
+    r.chat_template_kwargs = body.at("chat_template_kwargs");
   }
   r.tool_use = check_tools(b);
-  if (const json* v = field(b, "tools")) r.tools = nlohmann::ordered_json::parse(v->dump());
+  if (field(b, "tools")) r.tools = body.at("tools");
   if (auto v = get_string(b, "reasoning_format")) {
     if (*v == "auto") *v = "deepseek";
     if (*v != "none" && *v != "deepseek")
@@ -319,7 +325,8 @@ ParsedRequest parse_chat_request(const json& b, const VocabAccess& vocab) {
   return r;
 }
 
-ParsedRequest parse_completions_request(const json& b, const VocabAccess& vocab) {
+ParsedRequest parse_completions_request(const ordered_json& body, const VocabAccess& vocab) {
+  const json b = body;
   ParsedRequest r;
   r.api = Api::Completions;
   refuse_unsupported(b);
@@ -340,7 +347,8 @@ ParsedRequest parse_completions_request(const json& b, const VocabAccess& vocab)
   return r;
 }
 
-ParsedRequest parse_llama_completion_request(const json& b, const VocabAccess& vocab) {
+ParsedRequest parse_llama_completion_request(const ordered_json& body, const VocabAccess& vocab) {
+  const json b = body;
   ParsedRequest r;
   r.api = Api::LlamaCompletion;
   parse_common(b, r);

@@ -67,6 +67,22 @@ TEST(ParseChat, Basics) {
   EXPECT_EQ(r.messages[0].content, "hi");
 }
 
+// The values a chat template reads (messages, tools, chat_template_kwargs) keep the order the
+// client wrote their keys in (a template's tojson shows it), from the body's one parse.
+TEST(ParseChat, TemplateValuesKeepTheClientsKeyOrder) {
+  const std::string body = R"({"model":"m",
+    "messages":[{"role":"user","content":"hi","name":"zed"}],
+    "tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object",
+      "properties":{"zeta":{"type":"string"},"alpha":{"type":"integer"}}}}}],
+    "chat_template_kwargs":{"zz":1,"aa":2}})";
+  const ParsedRequest r = parse_chat_request(parse_json_body(body));
+  EXPECT_EQ(r.messages_json.dump(), R"([{"role":"user","content":"hi","name":"zed"}])");
+  EXPECT_EQ(r.tools[0]["function"]["parameters"]["properties"].dump(),
+            R"({"zeta":{"type":"string"},"alpha":{"type":"integer"}})");
+  EXPECT_EQ(r.chat_template_kwargs.dump(), R"({"zz":1,"aa":2})");
+  EXPECT_EQ(r.messages.at(0).content, "hi");  // and the typed reads see the same body
+}
+
 // response_format, json_schema and grammar each give the reply's grammar; text gives none.
 TEST(ParseChat, OutputFormatsGiveAGrammar) {
   EXPECT_EQ(parse_chat_request(chat()).grammar, nullptr);
