@@ -88,25 +88,34 @@ KvManager::KvManager(const KvGeometry& geometry, size_t budget_bytes, const KvCa
   }
   if (options_.snapshot_interval <= 0) fail("KV: the snapshot interval must be positive");
   if (!cache.prefix_cache) return;
-  if (!cache.dir.empty()) {
-    const ops::KvLayout& l = geometry_.layout;
-    const std::string identity = fmt::format("{}-{}-b{}-l{}", cache.model_hash, type_name(l.type),
-                                             l.block_tokens, geometry_.n_layer);
-    // Hybrid models: the snapshots (whose contents also depend on the KV type, through the
-    // attention layers before them) get their own files and half of the disk budget.
-    // Window blocks (sliding-window layers) likewise, beside the blocks'.
-    const uint64_t share = cache.disk_max / (1 + (recurrent() ? 1 : 0) + (window_pool_ ? 1 : 0));
-    disk_ = std::make_unique<DiskTier>(cache.dir, identity, pool_.arena().block_stride(), share);
-    if (recurrent())
-      state_disk_ = std::make_unique<DiskTier>(
-          cache.dir, fmt::format("{}-state-f{}", identity, geometry_.state.slot_floats),
-          states_.slot_bytes(), share);
-    if (window_pool_)
-      window_disk_ = std::make_unique<DiskTier>(
-          cache.dir, fmt::format("{}-window-l{}", identity, geometry_.n_window_layer),
-          window_pool_->arena().block_stride(), share);
-  }
-  // One store per kind of layer besides full attention (kv/layer_store.h), owned by the cache.
+  if (!cache.dir.empty()) open_disk_tiers(cache);
+  open_cache(cache);
+}
+
+// The blocks' disk tier and, beside it, one per other kind of layer state the cache keeps.
+void KvManager::open_disk_tiers(const KvCacheOptions& cache) {
+  const ops::KvLayout& l = geometry_.layout;
+  const std::string identity = fmt::format("{}-{}-b{}-l{}", cache.model_hash, type_name(l.type),
+                                           l.block_tokens, geometry_.n_layer);
+  // Hybrid models: the snapshots (whose contents also depend on the KV type, through the
+  // attention layers before them) get their own files and half of the disk budget.
+  // Window blocks (sliding-window layers) likewise, beside the blocks'.
+  const uint64_t share = cache.disk_max / (1 + (recurrent() ? 1 : 0) + (window_pool_ ? 1 : 0));
+  disk_ = std::make_unique<DiskTier>(cache.dir, identity, pool_.arena().block_stride(), share);
+  if (recurrent())
+    state_disk_ = std::make_unique<DiskTier>(
+        cache.dir, fmt::format("{}-state-f{}", identity, geometry_.state.slot_floats),
+        states_.slot_bytes(), share);
+  if (window_pool_)
+    window_disk_ = std::make_unique<DiskTier>(
+        cache.dir, fmt::format("{}-window-l{}", identity, geometry_.n_window_layer),
+        window_pool_->arena().block_stride(), share);
+}
+
+// The prefix cache over the pool, with one store per kind of layer besides full attention
+// (kv/layer_store.h), which the cache owns and this manager also calls on (snapshots taken,
+// window blocks evicted under their own pool's pressure).
+void KvManager::open_cache(const KvCacheOptions& cache) {
   std::vector<std::unique_ptr<LayerStore>> stores;
   if (recurrent()) {
     auto s = std::make_unique<SnapshotStore>(states_, state_disk_.get());

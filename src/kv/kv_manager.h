@@ -283,6 +283,8 @@ class KvManager {
   DiskTierStats snapshot_disk_stats() const;  // the snapshots' files (hybrid models)
 
  private:
+  void open_disk_tiers(const KvCacheOptions& cache);
+  void open_cache(const KvCacheOptions& cache);
   std::optional<int32_t> allocate_block();  // evicts cached blocks while the pool is empty
   std::optional<int32_t> allocate_window_block();
   bool make_writable(std::vector<int32_t>& table, int64_t n_computed, bool window);

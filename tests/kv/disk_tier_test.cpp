@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "kv/prefix_cache.h"
 
@@ -174,6 +175,47 @@ TEST(DiskTier, FifosInTheFolderAreSkippedWithoutBlocking) {
   d.write(b, pattern(bytes, 5).data());
   d.flush();
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 2.0);
+}
+
+// The one LRU trim every disk tier of the cache uses: over budget, the entry used longest ago
+// goes first (the first listed among equals), until the tier fits or nothing is left to drop.
+TEST(DiskTier, TrimLruDropsTheLeastRecentlyUsedUntilWithinBudget) {
+  TempDir dir;
+  const size_t bytes = 256;
+  std::vector<DiskEntry> es;
+  for (int i = 0; i < 4; ++i) es.push_back(entry(kChainRoot, {10 * i, 10 * i + 1}));
+  DiskTier probe(dir.path.string(), "probe", bytes, 1ull << 30);
+  probe.write(es[0], pattern(bytes, 1).data());
+  probe.flush();
+  const uint64_t one = probe.bytes();  // one file's size
+  DiskTier d(dir.path.string(), "m", bytes, 2 * one + one / 2);
+  std::map<uint64_t, uint64_t> last_used = {
+      {es[0].hash, 5}, {es[1].hash, 2}, {es[2].hash, 7}, {es[3].hash, 2}};
+  for (const DiskEntry& e : es) d.write(e, pattern(bytes, 3).data());
+  d.flush();
+  std::vector<uint64_t> dropped;
+  auto candidates = [&] {
+    std::vector<std::pair<uint64_t, uint64_t>> v;
+    for (const DiskEntry& e : es)
+      if (last_used.count(e.hash)) v.emplace_back(last_used[e.hash], e.hash);
+    return v;
+  };
+  trim_lru(d, candidates, [&](uint64_t h) {
+    d.remove(h);
+    last_used.erase(h);
+    dropped.push_back(h);
+  });
+  EXPECT_EQ(dropped, (std::vector<uint64_t>{es[1].hash, es[3].hash}));
+  EXPECT_LE(d.bytes(), d.max_bytes());
+  // Nothing left to offer: it stops, over budget or not.
+  DiskTier tiny(dir.path.string(), "tiny", bytes, 1);
+  tiny.write(es[0], pattern(bytes, 4).data());
+  tiny.flush();
+  int calls = 0;
+  trim_lru(
+      tiny, [] { return std::vector<std::pair<uint64_t, int>>{}; }, [&](int) { ++calls; });
+  EXPECT_EQ(calls, 0);
+  EXPECT_GT(tiny.bytes(), tiny.max_bytes());
 }
 
 TEST(PrefixCacheDisk, EvictedBlocksComeBackAndCorruptOnesAreRecomputed) {
