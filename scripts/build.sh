@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Configures and builds one flavour: `scripts/build.sh [release|asan] [TARGET...]` → build/ or
 # build-asan/; every target unless some are named. Warnings are errors.
-#   release: Release (-O3; the unit tests' own files at -O1: they compile faster and spend their
-#            time in the library code).
+#   release: Release (-O3; the unit tests' own files at -O0 and the CLI's at -O1: they compile
+#            faster and spend their time in the library code).
 #   asan:    clang, ASan + UBSan + libFuzzer's instrumentation at -O1 with line tables (asserts
 #            on): the unit tests under the sanitizers and the fuzz targets (fuzz/), one build
-#            (no benchmarks: the Release build compiles those).
+#            (no benchmarks: the Release build compiles those). The tests' and the CLI's own
+#            files at -O0 without the fuzzers' coverage (CMakeLists.txt, hearth_test_code).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 flavour="${1:-release}"
