@@ -31,7 +31,7 @@
 //   - recurrent layers (hybrid models): a working slot of the state pool (kv/state_pool.h),
 //     held from the first allocation to release (all zeros at position 0), which the forward
 //     pass reads and updates in place (state_slot()). The prefix cache keeps snapshots of it by
-//     token position (kv/prefix_cache.h) and attach() restores the last one at or before the
+//     token position (kv/snapshot_store.h) and attach() restores the last one at or before the
 //     match: the match is cut back there, so a hit resumes exactly.
 //
 // Snapshot placement (hybrid models with the prefix cache), chosen so that every place a later
