@@ -185,12 +185,19 @@ void Engine::cancel(int64_t id) {
 }
 
 int Engine::running() const {
+  std::lock_guard lock(mu_);
+  return published_running_;
+}
+int Engine::queued() const {
+  std::lock_guard lock(mu_);
+  return metrics_.queued;
+}
+
+// The engine thread's own count: sequences prefilling or decoding, warm ones included.
+int Engine::n_running() const {
   return static_cast<int>(std::count_if(running_.begin(), running_.end(), [](const auto& s) {
     return s->status == SeqStatus::Running;
   }));
-}
-int Engine::queued() const {
-  return count(SeqStatus::Waiting, false);
 }
 
 // Requests of `status` (Waiting or Running), at background priority or not.
@@ -421,18 +428,23 @@ bool Engine::step() {
     publish_metrics();
     return !waiting_.empty();
   }
+  run_batch();
+  publish_metrics();
+  return true;
+}
+
+// The step's batch: planned, given blocks, computed and consumed (it may end early: a sequence
+// that can never fit, nothing to compute, a failed forward pass).
+void Engine::run_batch() {
   prepare_completing();
   propose_drafts();
   StepPlan plan = plan_step();
-  if (!allocate(plan)) return true;
-  if (plan.empty()) return true;
+  if (!allocate(plan) || plan.empty()) return;
   const std::vector<Row> rows = resolve(plan);
   draft_follows(rows);
   std::vector<SeqBatch> batch;
-  if (!forward(rows, batch)) return true;
+  if (!forward(rows, batch)) return;
   consume(rows, batch);
-  publish_metrics();
-  return true;
 }
 
 // A completing reply was already answered: a cancel of it changes nothing.
@@ -450,11 +462,11 @@ void Engine::drop_cancelled() {
 void Engine::admit() {
   for (;;) {
     std::vector<WaitingFacts> front;
-    const size_t room = static_cast<size_t>(std::max(0, opt_.max_running - running()));
+    const size_t room = static_cast<size_t>(std::max(0, opt_.max_running - n_running()));
     for (const auto& w : waiting_)
       if (front.size() < room && w->live() && !w->background())
         front.push_back({w->id, continues_completing(*w)});
-    const size_t n = sched_.admit(front, running());
+    const size_t n = sched_.admit(front, n_running());
     if (n == 0) return;
     for (size_t i = 0; i < n; ++i) {
       auto it = std::find_if(waiting_.begin(), waiting_.end(),
@@ -674,8 +686,10 @@ void Engine::publish_metrics() {
     m.kv_window_blocks_cache_only = kv_.cache_only_window_blocks();
   }
   m.disk = kv_.disk_stats();
+  const int running = n_running();
   std::lock_guard lock(mu_);
   metrics_ = m;
+  published_running_ = running;
 }
 
 EngineMetrics Engine::metrics() const {

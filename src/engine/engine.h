@@ -130,6 +130,8 @@ class Engine {
   // Blocks held by the prefix cache alone; free + these = all blocks when nothing runs.
   int64_t cache_only_blocks() const { return kv_.cache_only_blocks(); }
   size_t kv_bytes_per_token() const { return kv_.bytes_per_token(); }
+  // Thread-safe, as of the last step boundary: sequences running (warm ones included) and
+  // requests waiting (warm ones not).
   int running() const;
   int queued() const;
   // Most sequences decoded together (EngineOptions::max_running; the server's slots).
@@ -145,6 +147,7 @@ class Engine {
   // The pieces of a step, in order.
   void drop_cancelled();
   void admit();
+  void run_batch();
   void prepare_completing();
   void schedule_warm();
   bool admit_warm(Sequence& s);
@@ -165,6 +168,7 @@ class Engine {
   std::vector<SeqFacts> facts_of(SeqStatus status) const;
   Sequence* find(int64_t id);
   int count(SeqStatus status, bool background) const;
+  int n_running() const;
   bool any_completing() const;
 
   // A request's end, as its client hears it (once), then release().
@@ -225,8 +229,9 @@ class Engine {
 
   std::thread thread_;
   bool stop_ = false;
-  EngineMetrics metrics_;  // guarded by mu_
-  EngineMetrics totals_;   // engine thread only
+  EngineMetrics metrics_;      // guarded by mu_
+  int published_running_ = 0;  // guarded by mu_: n_running() at the last step boundary
+  EngineMetrics totals_;       // engine thread only
 };
 
 }  // namespace hearth
