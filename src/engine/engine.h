@@ -163,7 +163,7 @@ class Engine {
   void fail_step(const std::vector<Row>& rows, const std::string& error);
   void consume(const std::vector<Row>& rows, const std::vector<SeqBatch>& batch);
   bool sample(Sequence& s, std::span<const float> logits, const int32_t* draft = nullptr);
-  bool verify(Sequence& s, std::span<const float> logits);
+  void verify(Sequence& s, std::span<const float> logits);
   SeqFacts facts(const Sequence& s) const;
   std::vector<SeqFacts> facts_of(SeqStatus status) const;
   Sequence* find(int64_t id);

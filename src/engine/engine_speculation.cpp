@@ -72,9 +72,9 @@ void Engine::propose_drafts() {
 }
 
 // A decode row with drafts: samples its logits rows in order while each sampled token is the
-// draft the next row was computed after (engine/speculation.h); true when the reply finished.
+// draft the next row was computed after (engine/speculation.h), until the reply ends.
 // A rejected draft's K/V is beyond n_computed: overwritten later, never cached.
-bool Engine::verify(Sequence& s, std::span<const float> logits) {
+void Engine::verify(Sequence& s, std::span<const float> logits) {
   const size_t V = static_cast<size_t>(model_.hparams().n_vocab);
   const std::vector<int32_t> drafts(s.verify_row.begin() + 1, s.verify_row.end());
   s.drop_draft();
@@ -95,7 +95,6 @@ bool Engine::verify(Sequence& s, std::span<const float> logits) {
     if (draft_) draft_->sync(s.id, s.tokens);
   }
   s.draft_len.verified(static_cast<int64_t>(drafts.size()), accepted);
-  return finished;
 }
 
 }  // namespace hearth
